@@ -1,0 +1,190 @@
+"""Table and column descriptions read from ``information_schema``.
+
+These values travel inside partitions to the executors, so they are small frozen
+dataclasses with everything a reader needs to type and compare a value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cdc_source.mysql_client import quote_ident
+
+STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}
+BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+INTEGER_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
+TEMPORAL_KEY_TYPES = {"date", "datetime", "timestamp", "time", "year"}
+KEY_TYPES = (
+    INTEGER_TYPES | {"decimal", "char", "varchar", "binary", "varbinary"} | TEMPORAL_KEY_TYPES
+)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    data_type: str  # lower-case base type, e.g. "int", "varchar", "json"
+    column_type: str  # full declaration, e.g. "int(10) unsigned", "enum('a','b')"
+    nullable: bool
+    precision: int | None = None
+    scale: int | None = None
+    char_length: int | None = None
+    octet_length: int | None = None
+    charset: str | None = None
+    collation: str | None = None
+    fsp: int = 0
+
+    @property
+    def unsigned(self) -> bool:
+        return "unsigned" in self.column_type
+
+    @property
+    def is_tinyint1(self) -> bool:
+        return self.data_type == "tinyint" and self.column_type.startswith("tinyint(1)")
+
+    @property
+    def bit_width(self) -> int:
+        match = re.match(r"bit\((\d+)\)", self.column_type)
+        return int(match.group(1)) if match else 1
+
+    @property
+    def set_members(self) -> tuple[str, ...]:
+        return _parse_members(self.column_type)
+
+    @property
+    def is_binary_string(self) -> bool:
+        return self.data_type in BINARY_TYPES
+
+    @property
+    def is_collated_string(self) -> bool:
+        return self.data_type in STRING_TYPES and self.collation is not None
+
+    @property
+    def pad_space(self) -> bool:
+        """PAD SPACE collations ignore trailing spaces when comparing."""
+        collation = (self.collation or "").lower()
+        return (
+            "nopad" not in collation
+            and "_0900_" not in collation
+            and not collation.startswith("utf8mb4_0900")
+        )
+
+
+def _parse_members(column_type: str) -> tuple[str, ...]:
+    match = re.match(r"(?:enum|set)\((.*)\)$", column_type, re.S)
+    if not match:
+        return ()
+    return tuple(
+        m.replace("''", "'").replace("\\\\", "\\")
+        for m in re.findall(r"'((?:[^']|'')*)'", match.group(1))
+    )
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    database: str
+    table: str
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+    estimated_rows: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    @property
+    def quoted(self) -> str:
+        return f"{quote_ident(self.database)}.{quote_ident(self.table)}"
+
+    def column(self, name: str) -> ColumnSpec:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+    @property
+    def key_columns(self) -> tuple[ColumnSpec, ...]:
+        return tuple(self.column(name) for name in self.primary_key)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(column.name for column in self.columns)
+
+
+_COLUMNS_SQL = """
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE,
+       NUMERIC_PRECISION, NUMERIC_SCALE, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH,
+       CHARACTER_SET_NAME, COLLATION_NAME, DATETIME_PRECISION, COLUMN_KEY
+FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
+"""
+
+_KEYS_SQL = """
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME
+FROM information_schema.KEY_COLUMN_USAGE
+WHERE CONSTRAINT_NAME = 'PRIMARY'
+  AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
+"""
+
+_TABLES_SQL = """
+SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'BASE TABLE'
+  AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+"""
+
+
+def _as_str(value) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def discover_tables(conn, matches) -> list[TableSchema]:
+    """All base tables for which ``matches(db, table)`` is true, sorted by ``db.table``."""
+    with conn.cursor() as cur:
+        cur.execute(_TABLES_SQL)
+        tables = {
+            (_as_str(db), _as_str(t)): int(rows or 0)
+            for db, t, rows in cur.fetchall()
+            if matches(_as_str(db), _as_str(t))
+        }
+        if not tables:
+            return []
+        cur.execute(_COLUMNS_SQL)
+        columns: dict[tuple[str, str], list[ColumnSpec]] = {}
+        for row in cur.fetchall():
+            key = (_as_str(row[0]), _as_str(row[1]))
+            if key not in tables:
+                continue
+            columns.setdefault(key, []).append(
+                ColumnSpec(
+                    name=_as_str(row[2]),
+                    data_type=_as_str(row[3]).lower(),
+                    column_type=_as_str(row[4]).lower(),
+                    nullable=_as_str(row[5]) == "YES",
+                    precision=None if row[6] is None else int(row[6]),
+                    scale=None if row[7] is None else int(row[7]),
+                    char_length=None if row[8] is None else int(row[8]),
+                    octet_length=None if row[9] is None else int(row[9]),
+                    charset=_as_str(row[10]),
+                    collation=_as_str(row[11]),
+                    fsp=int(row[12] or 0),
+                )
+            )
+        cur.execute(_KEYS_SQL)
+        keys: dict[tuple[str, str], list[str]] = {}
+        for db, t, col in cur.fetchall():
+            keys.setdefault((_as_str(db), _as_str(t)), []).append(_as_str(col))
+    result = [
+        TableSchema(
+            database=db,
+            table=t,
+            columns=tuple(columns.get((db, t), ())),
+            primary_key=tuple(keys.get((db, t), ())),
+            estimated_rows=tables[(db, t)],
+        )
+        for db, t in tables
+    ]
+    return sorted(result, key=lambda schema: schema.name)

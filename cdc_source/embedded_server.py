@@ -1,0 +1,180 @@
+"""A throwaway MariaDB/MySQL server for the quickstart and the integration tests.
+
+It lives in a temporary data directory, listens on a free loopback port, and has the
+binlog configured the way CDC needs it (ROW format, FULL row image, FULL row metadata).
+It never reads the machine's option files (``--no-defaults``), so a system server on
+3306 with other settings cannot leak in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymysql
+
+SERVER_CANDIDATES = ("/usr/sbin/mariadbd", "/usr/sbin/mysqld", "mariadbd", "mysqld")
+INSTALL_CANDIDATES = ("mariadb-install-db", "/usr/bin/mariadb-install-db", "mysql_install_db")
+
+CDC_USER = "cdc"
+CDC_PASSWORD = "cdc-secret"
+
+
+class EmbeddedServerError(RuntimeError):
+    """The throwaway server could not be set up."""
+
+
+def _find_executable(candidates: tuple[str, ...]) -> str | None:
+    for candidate in candidates:
+        path = shutil.which(candidate) if "/" not in candidate else candidate
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ConnectionInfo:
+    """Where a server listens and which account the CDC source should use."""
+
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    admin_user: str = "root"
+    admin_password: str = field(default="", repr=False)
+
+    def admin_connect(self, database: str | None = None, **kwargs) -> pymysql.Connection:
+        return pymysql.connect(
+            host=self.host,
+            port=self.port,
+            user=self.admin_user,
+            password=self.admin_password,
+            database=database,
+            autocommit=True,
+            **kwargs,
+        )
+
+    def source_options(self) -> dict[str, str]:
+        return {
+            "hostname": self.host,
+            "port": str(self.port),
+            "username": self.user,
+            "password": self.password,
+        }
+
+
+class EmbeddedServer:
+    """Starts ``mariadbd`` on a fresh data directory; ``stop()`` removes everything."""
+
+    def __init__(self, base_dir: str | None = None, buffer_pool: str = "256M") -> None:
+        self.server_bin = _find_executable(SERVER_CANDIDATES)
+        self.install_bin = _find_executable(INSTALL_CANDIDATES)
+        if not self.server_bin or not self.install_bin:
+            raise EmbeddedServerError(
+                "no MariaDB server found (looked for mariadbd and mariadb-install-db); "
+                "install it with 'apt-get install -y mariadb-server', or point the tests at a "
+                "server with CDC_MYSQL_TEST_URL=mysql://root:pw@host:port"
+            )
+        self.base_dir = Path(tempfile.mkdtemp(prefix="cdc-mysql-server-", dir=base_dir))
+        self.datadir = self.base_dir / "data"
+        self.socket = self.base_dir / "mysqld.sock"
+        self.port = free_port()
+        self.buffer_pool = buffer_pool
+        self.process: subprocess.Popen | None = None
+        self.info = ConnectionInfo("127.0.0.1", self.port, CDC_USER, CDC_PASSWORD)
+
+    def _run_as_root_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def start(self, timeout: float = 60.0) -> ConnectionInfo:
+        install = [
+            self.install_bin,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            *self._run_as_root_args(),
+        ]
+        result = subprocess.run(install, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise EmbeddedServerError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
+        args = [
+            self.server_bin,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.base_dir / 'mysqld.pid'}",
+            f"--log-error={self.base_dir / 'error.log'}",
+            "--server-id=1",
+            f"--log-bin={self.datadir / 'binlog'}",
+            "--binlog-format=ROW",
+            "--binlog-row-image=FULL",
+            "--binlog-row-metadata=FULL",
+            f"--innodb-buffer-pool-size={self.buffer_pool}",
+            "--innodb-flush-log-at-trx-commit=2",
+            "--sync-binlog=0",
+            "--skip-name-resolve",
+            "--max-connections=500",
+            *self._run_as_root_args(),
+        ]
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        self._wait_ready(timeout)
+        self._create_cdc_user()
+        return self.info
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process and self.process.poll() is not None:
+                raise EmbeddedServerError(f"mariadbd exited: {self.error_log_tail()}")
+            try:
+                self.info.admin_connect().close()
+                return
+            except pymysql.err.OperationalError:
+                time.sleep(0.2)
+        raise EmbeddedServerError(f"mariadbd did not accept connections: {self.error_log_tail()}")
+
+    def error_log_tail(self) -> str:
+        log = self.base_dir / "error.log"
+        return log.read_text(errors="replace")[-2000:] if log.exists() else ""
+
+    def _create_cdc_user(self) -> None:
+        with self.info.admin_connect() as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE USER '{CDC_USER}'@'%%' IDENTIFIED BY %s", (CDC_PASSWORD,))
+            cur.execute(
+                f"GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* "
+                f"TO '{CDC_USER}'@'%'"
+            )
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> ConnectionInfo:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

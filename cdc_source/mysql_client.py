@@ -1,0 +1,88 @@
+"""Small helpers around PyMySQL shared by the driver and the executors."""
+
+from __future__ import annotations
+
+import time
+
+import pymysql
+
+
+class SourceConnectionError(RuntimeError):
+    """The server could not be reached or refused the account."""
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pymysql.Connection:
+    """Open a session in UTC with utf8mb4, so TIMESTAMP values arrive as exact UTC instants.
+
+    Errors are re-raised without the password (PyMySQL never puts it in a message, but
+    we build ours from host, port and user only).
+    """
+    kwargs = dict(connection_kwargs)
+    kwargs.setdefault("charset", "utf8mb4")
+    kwargs.setdefault("autocommit", True)
+    kwargs.setdefault("init_command", "SET time_zone = '+00:00'")
+    if streaming:
+        kwargs["cursorclass"] = pymysql.cursors.SSCursor
+    kwargs.update(extra)
+    try:
+        return pymysql.connect(**kwargs)
+    except pymysql.err.OperationalError as err:
+        code = err.args[0] if err.args else None
+        where = f"{kwargs.get('user')}@{kwargs.get('host')}:{kwargs.get('port')}"
+        if code == 1045:
+            raise SourceConnectionError(
+                f"the server refused the account {where}: check 'username' and 'password'"
+            ) from None
+        raise SourceConnectionError(
+            f"cannot connect to {where}: {err.args[1] if len(err.args) > 1 else err}; check "
+            "'hostname' and 'port', and that the server is running"
+        ) from None
+
+
+def server_flavor(conn) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        version = str(cur.fetchone()[0])
+    return "mariadb" if "mariadb" in version.lower() else "mysql"
+
+
+def read_head(conn) -> tuple[str, int, str, int]:
+    """The binlog head: (file, position, executed GTID set or '', wall-clock ms)."""
+    with conn.cursor() as cur:
+        try:
+            cur.execute("SHOW BINARY LOG STATUS")
+        except pymysql.err.ProgrammingError:
+            cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+    if not row:
+        raise SourceConnectionError(
+            "the server has no binlog (SHOW MASTER STATUS is empty): enable log_bin"
+        )
+    file, pos = str(row[0]), int(row[1])
+    gtids = str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
+    return file, pos, gtids, int(time.time() * 1000)
+
+
+def variables(conn, names: list[str]) -> dict[str, str]:
+    with conn.cursor() as cur:
+        placeholders = ",".join(["%s"] * len(names))
+        cur.execute(
+            f"SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+            f"WHERE LOWER(VARIABLE_NAME) IN ({placeholders})",
+            [n.lower() for n in names],
+        )
+        found = {str(k): str(v) for k, v in cur.fetchall()}
+    missing = [n for n in names if n.lower() not in found]
+    if missing:
+        with conn.cursor() as cur:
+            for name in missing:
+                try:
+                    cur.execute(f"SELECT @@global.{name}")
+                    found[name.lower()] = str(cur.fetchone()[0])
+                except pymysql.err.MySQLError:
+                    pass
+    return found

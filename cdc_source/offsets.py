@@ -1,0 +1,138 @@
+"""Spark offsets of the source: a binlog position and, during the snapshot, a frontier.
+
+The offset is the whole truth of a query's progress (DESIGN section 2)::
+
+    {"v": 1, "binlog": {"file": "...", "pos": N, "gtids": "...", "ts": MS} | null,
+     "snapshot": {"table": "db.t", "after": [key values] | null} | null}
+
+``snapshot.after`` is the last primary key owned by the stream in the frontier table:
+keys ``<= after`` (in the server's collation order) are owned, ``null`` means none of
+that table is. Tables sorted before ``snapshot.table`` are owned entirely, tables after
+it not at all. ``snapshot: null`` means the hand-over is done: everything is owned.
+
+Spark compares offsets as JSON strings, so the JSON is built with a fixed key order
+and no whitespace; its size does not depend on the size of any table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+OFFSET_VERSION = 1
+_FILE_NUMBER = re.compile(r"\.(\d+)$")
+
+
+class OffsetError(ValueError):
+    """An offset from the checkpoint cannot be understood."""
+
+
+@dataclass(frozen=True, order=True)
+class BinlogPosition:
+    """A point in the binlog: the end of the last event included.
+
+    ``ts`` is the wall-clock millisecond the driver observed this head; it is
+    metadata for ``_ts_ms`` of snapshot rows and takes no part in ordering.
+    """
+
+    file: str
+    pos: int
+    gtids: str = ""
+    ts: int = 0
+
+    @property
+    def file_number(self) -> int:
+        match = _FILE_NUMBER.search(self.file)
+        if not match:
+            raise OffsetError(f"binlog file name '{self.file}' has no numeric suffix")
+        return int(match.group(1))
+
+    @property
+    def coordinates(self) -> tuple[int, int]:
+        """A totally ordered key of the position (file number, byte offset)."""
+        return (self.file_number, self.pos)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"file": self.file, "pos": self.pos, "gtids": self.gtids, "ts": self.ts}
+
+    @staticmethod
+    def from_json_obj(obj: dict[str, Any]) -> BinlogPosition:
+        return BinlogPosition(
+            file=str(obj["file"]),
+            pos=int(obj["pos"]),
+            gtids=str(obj.get("gtids", "")),
+            ts=int(obj.get("ts", 0)),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.pos}"
+
+
+@dataclass(frozen=True)
+class SnapshotCursor:
+    """The snapshot frontier: ``table`` is being read, keys ``<= after`` are done."""
+
+    table: str
+    after: tuple | None = None
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"table": self.table, "after": None if self.after is None else list(self.after)}
+
+    @staticmethod
+    def from_json_obj(obj: dict[str, Any]) -> SnapshotCursor:
+        after = obj.get("after")
+        return SnapshotCursor(
+            table=str(obj["table"]), after=None if after is None else tuple(after)
+        )
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    binlog: BinlogPosition | None
+    snapshot: SnapshotCursor | None
+
+    @property
+    def handed_over(self) -> bool:
+        return self.snapshot is None
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "v": OFFSET_VERSION,
+            "binlog": None if self.binlog is None else self.binlog.to_json_obj(),
+            "snapshot": None if self.snapshot is None else self.snapshot.to_json_obj(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_obj(), separators=(",", ":"), ensure_ascii=True)
+
+    @staticmethod
+    def from_json_obj(obj: dict[str, Any] | str) -> SourceOffset:
+        if isinstance(obj, str):
+            obj = json.loads(obj)
+        if not isinstance(obj, dict) or obj.get("v") != OFFSET_VERSION:
+            raise OffsetError(
+                f"offset {obj!r} is not a cdc-mysql offset of version {OFFSET_VERSION}; "
+                "was the checkpoint written by another source or version?"
+            )
+        binlog = obj.get("binlog")
+        snapshot = obj.get("snapshot")
+        return SourceOffset(
+            binlog=None if binlog is None else BinlogPosition.from_json_obj(binlog),
+            snapshot=None if snapshot is None else SnapshotCursor.from_json_obj(snapshot),
+        )
+
+    def describe(self) -> str:
+        where = "no binlog position" if self.binlog is None else f"binlog {self.binlog}"
+        if self.snapshot is None:
+            return f"stream phase at {where}"
+        after = "start" if self.snapshot.after is None else f"after {list(self.snapshot.after)}"
+        return f"snapshot of {self.snapshot.table} {after}, {where}"
+
+
+def same_progress(a: SourceOffset, b: SourceOffset) -> bool:
+    """True when two offsets cover the same data (the observation time ``ts`` aside)."""
+    pos_a = None if a.binlog is None else (a.binlog.file, a.binlog.pos)
+    pos_b = None if b.binlog is None else (b.binlog.file, b.binlog.pos)
+    return pos_a == pos_b and a.snapshot == b.snapshot

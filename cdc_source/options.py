@@ -1,0 +1,188 @@
+"""The source's options: names (Flink CDC's where the concept is the same), defaults, validation.
+
+Spark hands options over lower-cased with string values. Every problem is reported
+before any connection is opened, naming the option and what it accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+STARTUP_MODES = ("initial", "latest-offset")
+
+DEFAULT_CHUNK_SIZE = 8096
+DEFAULT_CHUNKS_PER_BATCH = 16
+DEFAULT_FETCH_SIZE = 4096
+DEFAULT_SERVER_ID_RANGE = "5400-5431"
+
+OPTION_DOCS: dict[str, str] = {
+    "hostname": "server host name or IP (required)",
+    "port": "server port, default 3306",
+    "username": "account with SELECT, REPLICATION SLAVE, REPLICATION CLIENT (required)",
+    "password": "password of that account",
+    "database-name": "regular expression of the database(s) to capture (required)",
+    "table-name": "regular expression matched against 'db.table' (required)",
+    "server-id": f"replica server id or range 'a-b', default {DEFAULT_SERVER_ID_RANGE}",
+    "server-time-zone": "IANA zone or UTC offset of the server session, default UTC",
+    "scan.startup.mode": "initial (snapshot, then binlog) or latest-offset (binlog only)",
+    "scan.incremental.snapshot.chunk.size": (
+        f"rows per snapshot chunk, default {DEFAULT_CHUNK_SIZE}"
+    ),
+    "scan.snapshot.chunks-per-batch": (
+        f"snapshot chunks planned per micro-batch, default {DEFAULT_CHUNKS_PER_BATCH}"
+    ),
+    "scan.snapshot.fetch.size": f"rows fetched per round trip, default {DEFAULT_FETCH_SIZE}",
+    "connect.timeout": "connection timeout in seconds, default 30",
+}
+
+
+class OptionError(ValueError):
+    """An option is missing, unknown or has a bad value."""
+
+
+@dataclass(frozen=True)
+class ServerIdRange:
+    first: int
+    last: int
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Validated options. The password is kept out of ``repr`` so it never reaches a log."""
+
+    hostname: str
+    port: int
+    username: str
+    password: str = field(repr=False)
+    database_pattern: str = ""
+    table_pattern: str = ""
+    server_ids: ServerIdRange = ServerIdRange(5400, 5431)
+    server_time_zone: str = "UTC"
+    startup_mode: str = "initial"
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunks_per_batch: int = DEFAULT_CHUNKS_PER_BATCH
+    fetch_size: int = DEFAULT_FETCH_SIZE
+    connect_timeout: int = 30
+
+    def connection_kwargs(self) -> dict:
+        """Arguments for ``pymysql.connect`` (contains the password: never log it)."""
+        return {
+            "host": self.hostname,
+            "port": self.port,
+            "user": self.username,
+            "password": self.password,
+            "connect_timeout": self.connect_timeout,
+        }
+
+    def matches(self, database: str, table: str) -> bool:
+        return bool(
+            re.fullmatch(self.database_pattern, database)
+            and re.fullmatch(self.table_pattern, f"{database}.{table}")
+        )
+
+
+def _positive_int(options: dict[str, str], name: str, default: int) -> int:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option '{name}' must be a positive integer, got '{raw}'") from None
+    if value <= 0:
+        raise OptionError(f"option '{name}' must be a positive integer, got '{raw}'")
+    return value
+
+
+def _parse_server_ids(raw: str) -> ServerIdRange:
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", raw)
+    if not match:
+        raise OptionError(
+            f"option 'server-id' must be a number or a range like '5400-5420', got '{raw}'"
+        )
+    first = int(match.group(1))
+    last = int(match.group(2) or first)
+    if first < 1 or last < first or last > 2**32 - 1:
+        raise OptionError(
+            f"option 'server-id' range '{raw}' is invalid: use 1 <= first <= last < 2^32"
+        )
+    return ServerIdRange(first, last)
+
+
+def _check_regex(name: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise OptionError(f"option '{name}' is not a valid regular expression: {err}") from None
+
+
+def _check_time_zone(raw: str) -> None:
+    if re.fullmatch(r"[+-](0\d|1[0-4]):[0-5]\d", raw) or raw.upper() == "UTC":
+        return
+    try:
+        ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise OptionError(
+            f"option 'server-time-zone' must be an IANA zone such as 'Europe/Berlin' or an "
+            f"offset such as '+02:00', got '{raw}'"
+        ) from None
+
+
+def parse_options(raw_options: dict[str, str]) -> SourceOptions:
+    """Validate Spark's (lower-cased, string) options into :class:`SourceOptions`."""
+    options = {key.lower(): value for key, value in raw_options.items()}
+    unknown = sorted(set(options) - set(OPTION_DOCS) - {"path"})
+    if unknown:
+        raise OptionError(
+            f"unknown option(s) {', '.join(repr(u) for u in unknown)}; accepted options are: "
+            + ", ".join(sorted(OPTION_DOCS))
+        )
+    missing = [
+        name
+        for name in ("hostname", "username", "database-name", "table-name")
+        if not options.get(name)
+    ]
+    if missing:
+        raise OptionError(
+            "missing required option(s) " + ", ".join(f"'{m}' ({OPTION_DOCS[m]})" for m in missing)
+        )
+    mode = options.get("scan.startup.mode", "initial")
+    if mode not in STARTUP_MODES:
+        raise OptionError(
+            f"option 'scan.startup.mode' must be one of {', '.join(STARTUP_MODES)}, got '{mode}'"
+        )
+    _check_regex("database-name", options["database-name"])
+    _check_regex("table-name", options["table-name"])
+    time_zone = options.get("server-time-zone", "UTC")
+    _check_time_zone(time_zone)
+    port = _positive_int(options, "port", 3306)
+    if port > 65535:
+        raise OptionError(f"option 'port' must be between 1 and 65535, got '{port}'")
+    return SourceOptions(
+        hostname=options["hostname"],
+        port=port,
+        username=options["username"],
+        password=options.get("password", ""),
+        database_pattern=options["database-name"],
+        table_pattern=options["table-name"],
+        server_ids=_parse_server_ids(options.get("server-id", DEFAULT_SERVER_ID_RANGE)),
+        server_time_zone=time_zone,
+        startup_mode=mode,
+        chunk_size=_positive_int(
+            options, "scan.incremental.snapshot.chunk.size", DEFAULT_CHUNK_SIZE
+        ),
+        chunks_per_batch=_positive_int(
+            options, "scan.snapshot.chunks-per-batch", DEFAULT_CHUNKS_PER_BATCH
+        ),
+        fetch_size=_positive_int(options, "scan.snapshot.fetch.size", DEFAULT_FETCH_SIZE),
+        connect_timeout=_positive_int(options, "connect.timeout", 30),
+    )

@@ -1,0 +1,43 @@
+"""What a task needs to read its share of a micro-batch: small, frozen, picklable.
+
+The coordinator (driver) builds them, the readers (executors) consume them. Everything a
+task needs travels inside, so a reader never depends on driver state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdc_source.catalog import TableSchema
+from cdc_source.offsets import BinlogPosition, SnapshotCursor
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """Keys ``lo < k <= hi`` of one table (``None`` is open on that side)."""
+
+    table: TableSchema
+    table_index: int
+    lo: tuple | None
+    hi: tuple | None
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """Read some chunks and emit each row's state exactly as of ``target``."""
+
+    chunks: tuple[ChunkSpec, ...]
+    target: BinlogPosition
+    server_id: int
+    fetch_size: int
+
+
+@dataclass(frozen=True)
+class BinlogTask:
+    """Read the binlog in ``(start, end]`` and emit the changes owned at ``owned_at``."""
+
+    start: BinlogPosition
+    end: BinlogPosition
+    tables: tuple[TableSchema, ...]
+    owned_at: SnapshotCursor | None
+    server_id: int

@@ -1,0 +1,160 @@
+"""Checks run on the driver before any data moves. Each failure says what to change."""
+
+from __future__ import annotations
+
+import pymysql
+
+from cdc_source.catalog import TableSchema, discover_tables
+from cdc_source.keys import KeyTypeError, encode_component
+from cdc_source.mysql_client import variables
+from cdc_source.options import SourceOptions
+from cdc_source.types import spark_type
+
+
+class PreflightError(RuntimeError):
+    """The server or the tables are not ready for CDC."""
+
+
+REQUIRED_SETTINGS = (
+    ("log_bin", "ON", "the binlog is off: start the server with --log-bin (log_bin=ON)"),
+    (
+        "binlog_format",
+        "ROW",
+        "binlog_format is {value}: row changes are only in the binlog with ROW; set "
+        "binlog_format=ROW in the server configuration",
+    ),
+    (
+        "binlog_row_image",
+        "FULL",
+        "binlog_row_image is {value}: updates and deletes would lack the full before-image that "
+        "exact snapshot normalization needs; set binlog_row_image=FULL",
+    ),
+    (
+        "binlog_row_metadata",
+        "FULL",
+        "binlog_row_metadata is {value}: row events would carry no column names or primary "
+        "key, so rows written before an ALTER TABLE could not be decoded; set "
+        "binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5)",
+    ),
+)
+
+
+def check_server_settings(conn) -> None:
+    found = variables(conn, [name for name, _, _ in REQUIRED_SETTINGS])
+    problems = []
+    for name, wanted, message in REQUIRED_SETTINGS:
+        value = found.get(name, "missing")
+        if value.upper() not in (wanted, "1" if wanted == "ON" else wanted):
+            problems.append(message.format(value=value))
+    if problems:
+        raise PreflightError("the server is not configured for CDC: " + "; ".join(problems))
+
+
+def _grants(conn) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SHOW GRANTS FOR CURRENT_USER()")
+        return " ".join(str(row[0]).upper() for row in cur.fetchall())
+
+
+def check_privileges(conn, user: str) -> None:
+    grants = _grants(conn)
+    global_grants = " ".join(
+        g for g in grants.split("GRANT ") if " ON *.* " in f" {g} " or g.endswith("ON *.*")
+    )
+    has_all = "ALL PRIVILEGES" in global_grants
+    missing = []
+    if not has_all and "REPLICATION SLAVE" not in global_grants:
+        missing.append("REPLICATION SLAVE")
+    if not has_all and not (
+        "REPLICATION CLIENT" in global_grants or "BINLOG MONITOR" in global_grants
+    ):
+        missing.append("REPLICATION CLIENT (BINLOG MONITOR on MariaDB)")
+    if missing:
+        raise PreflightError(
+            f"the account '{user}' lacks {', '.join(missing)}, needed to read the binlog; run: "
+            f"GRANT {', '.join(m.split(' (')[0] for m in missing)} ON *.* TO '{user}'@'%'"
+        )
+
+
+def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
+    tables = discover_tables(conn, options.matches)
+    if not tables:
+        raise PreflightError(
+            f"no table matches database-name '{options.database_pattern}' and table-name "
+            f"'{options.table_pattern}' (table-name is matched against 'db.table', e.g. "
+            f"'shop\\.orders' or 'shop\\..*'); the account '{options.username}' also needs "
+            "SELECT on the tables to see them"
+        )
+    problems = []
+    for table in tables:
+        if not table.primary_key:
+            problems.append(
+                f"{table.name} has no primary key: cdc-mysql chunks the snapshot and identifies "
+                "changed rows by primary key; add one or exclude the table with 'table-name'"
+            )
+            continue
+        for column in table.columns:
+            try:
+                spark_type(column)
+            except ValueError as err:
+                problems.append(f"{table.name}: {err}")
+        for column in table.key_columns:
+            try:
+                encode_component(column, _sample(column), b"")
+            except KeyTypeError as err:
+                problems.append(f"{table.name}: {err}")
+    if problems:
+        raise PreflightError("; ".join(problems))
+    _check_select(conn, tables, options.username)
+    return tables
+
+
+def _sample(column):
+    import datetime as dt
+    from decimal import Decimal
+
+    t = column.data_type
+    if t == "decimal":
+        return Decimal(0)
+    if t == "date":
+        return dt.date(2000, 1, 1)
+    if t in ("datetime", "timestamp"):
+        return dt.datetime(2000, 1, 1)
+    if t in ("binary", "varbinary"):
+        return b""
+    if t in ("char", "varchar"):
+        return ""
+    return 0
+
+
+def _check_select(conn, tables: list[TableSchema], user: str) -> None:
+    with conn.cursor() as cur:
+        for table in tables:
+            try:
+                cur.execute(f"SELECT 1 FROM {table.quoted} LIMIT 0")
+                cur.fetchall()
+            except pymysql.err.MySQLError as err:
+                raise PreflightError(
+                    f"the account '{user}' cannot read {table.name} ({err.args[-1]}); run: "
+                    f"GRANT SELECT ON {table.quoted} TO '{user}'@'%'"
+                ) from None
+
+
+def check_binlog_available(conn, file: str) -> None:
+    """The checkpoint's binlog file must still exist on the server."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        files = [str(row[0]) for row in cur.fetchall()]
+    if file not in files:
+        raise PreflightError(
+            f"the checkpoint resumes at binlog file {file}, which the server no longer has "
+            f"(oldest kept: {files[0] if files else 'none'}): the changes in between are lost. "
+            "Raise binlog_expire_logs_seconds / expire_logs_days so binlogs outlive stopped "
+            "queries, and start a new query with a new checkpoint location to snapshot again"
+        )
+
+
+def run_preflight(conn, options: SourceOptions) -> list[TableSchema]:
+    check_server_settings(conn)
+    check_privileges(conn, options.username)
+    return check_tables(conn, options)

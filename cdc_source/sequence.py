@@ -1,0 +1,21 @@
+"""``_seq``: one string whose lexicographic order is the order of all changes.
+
+A binlog row change sorts by the end position of its event, then its index inside the
+event. A snapshot row ('r') carries the state at the batch's planned position P and sorts
+right after every event ending at or before P and before every later one; among
+themselves snapshot rows sort by table and key (the order-preserving key bytes), which
+makes ``_seq`` a pure function of the row, whatever chunks a re-run picks.
+"""
+
+from __future__ import annotations
+
+BINLOG_KIND = "0"
+SNAPSHOT_KIND = "1"
+
+
+def binlog_seq(file_number: int, end_pos: int, row_index: int) -> str:
+    return f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}.{row_index:08d}"
+
+
+def snapshot_seq(file_number: int, pos: int, table_index: int, key_bytes: bytes) -> str:
+    return f"{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}.{key_bytes.hex()}"

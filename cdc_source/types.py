@@ -1,0 +1,169 @@
+"""MySQL -> Spark type mapping, and the canonical Python value of each column.
+
+A value reaches the source by two roads: the text protocol of the snapshot SELECT and
+the row events of the binlog. ``canonical_value`` turns either into the one Python value
+Spark/Arrow receives, so the same stored value is the same output value on both roads.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec
+
+SPARK_MAX_DECIMAL = 38
+
+
+class UnsupportedTypeError(ValueError):
+    pass
+
+
+def spark_type(column: ColumnSpec) -> DataType:
+    t = column.data_type
+    unsigned = column.unsigned
+    if t == "tinyint":
+        if column.is_tinyint1:
+            return BooleanType()
+        return ShortType() if unsigned else ByteType()
+    if t == "smallint":
+        return IntegerType() if unsigned else ShortType()
+    if t in ("mediumint",):
+        return IntegerType()
+    if t in ("int", "integer"):
+        return LongType() if unsigned else IntegerType()
+    if t == "bigint":
+        return DecimalType(20, 0) if unsigned else LongType()
+    if t == "decimal":
+        precision, scale = column.precision or 10, column.scale or 0
+        if precision > SPARK_MAX_DECIMAL:
+            return StringType()
+        return DecimalType(precision, scale)
+    if t == "float":
+        return FloatType()
+    if t in ("double", "real"):
+        return DoubleType()
+    if t == "bit":
+        return BooleanType() if column.bit_width == 1 else BinaryType()
+    if t in STRING_TYPES or t in ("enum", "set", "json"):
+        return StringType()
+    if t in BINARY_TYPES:
+        return BinaryType()
+    if t == "date":
+        return DateType()
+    if t == "datetime":
+        return TimestampNTZType()
+    if t == "timestamp":
+        return TimestampType()
+    if t == "time":
+        return LongType()
+    if t == "year":
+        return IntegerType()
+    raise UnsupportedTypeError(
+        f"column {column.name!r} has type {column.column_type!r}, which cdc-mysql does not "
+        "support; exclude the table with 'table-name'"
+    )
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _to_micros(value: dt.timedelta) -> int:
+    return (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def canonical_value(column: ColumnSpec, value: Any) -> Any:
+    """The value Spark receives for ``column``, from either the snapshot or the binlog."""
+    if value is None:
+        return None
+    t = column.data_type
+    if t in ("tinyint", "smallint", "mediumint", "int", "integer"):
+        return bool(value) if column.is_tinyint1 else int(value)
+    if t == "bigint":
+        return Decimal(int(value)) if column.unsigned else int(value)
+    if t == "decimal":
+        value = value if isinstance(value, Decimal) else Decimal(str(value))
+        if (column.precision or 10) > SPARK_MAX_DECIMAL:
+            return f"{value:.{column.scale or 0}f}"
+        return value
+    if t in ("float", "double", "real"):
+        return float(value)
+    if t == "bit":
+        number = int(value, 2) if isinstance(value, str) else int.from_bytes(bytes(value), "big")
+        if column.bit_width == 1:
+            return bool(number)
+        return number.to_bytes((column.bit_width + 7) // 8, "big")
+    if t in BINARY_TYPES:
+        data = value.encode("latin-1") if isinstance(value, str) else bytes(value)
+        if t == "binary" and column.octet_length and len(data) < column.octet_length:
+            data = data + b"\0" * (column.octet_length - len(data))  # binlog drops trailing zeros
+        return data
+    if t == "json":
+        parsed = json.loads(value) if isinstance(value, (str, bytes)) else _json_decoded(value)
+        return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    if t == "set":
+        if isinstance(value, (set, frozenset, list, tuple)):
+            return ",".join(m for m in column.set_members if m in value)
+        return str(value)
+    if t in STRING_TYPES or t == "enum":
+        return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+    if t == "date":
+        return value if isinstance(value, dt.date) else None
+    if t in ("datetime", "timestamp"):
+        if isinstance(value, dt.datetime):
+            return value
+        return None  # zero dates ('0000-00-00 00:00:00') have no Spark value
+    if t == "time":
+        return _to_micros(value) if isinstance(value, dt.timedelta) else int(value)
+    if t == "year":
+        year = int(value)
+        return 0 if year == 1900 else year  # the binlog library maps YEAR 0 to 1900
+    raise UnsupportedTypeError(f"no conversion for column {column.name!r} ({column.column_type})")
+
+
+def _json_decoded(value: Any) -> Any:
+    """The binlog library returns MySQL's binary JSON with bytes keys/strings; make it JSON."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, dict):
+        return {_json_decoded(k): _json_decoded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_decoded(v) for v in value]
+    return value
+
+
+def json_default(value: Any) -> Any:
+    """How a canonical value is written into a JSON row image of the envelope schema."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def row_json(row: dict[str, Any] | None) -> str | None:
+    if row is None:
+        return None
+    return json.dumps(row, default=json_default, separators=(",", ":"), ensure_ascii=False)

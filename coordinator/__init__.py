@@ -1,0 +1,1 @@
+"""Driver-only planning of micro-batches: splitter, planner, split metadata registry."""

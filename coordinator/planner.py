@@ -1,0 +1,116 @@
+"""Plans micro-batches on the driver (DESIGN section 2, step 1).
+
+``plan`` moves the snapshot frontier forward by up to N chunks, possibly finishing a
+table and starting the next, and pins the batch to the binlog head read now.
+``chunks_between`` gives the chunks of a batch from its two offsets alone: from the
+registry when this run planned it, else by walking the same boundaries again, which is
+what a restarted driver does for a batch that was planned but never committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from cdc_source.catalog import TableSchema
+from cdc_source.keys import key_from_json, key_to_json
+from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset
+from cdc_source.partitions import ChunkSpec
+from coordinator.registry import PlannedBatch, SplitRegistry
+from coordinator.splitter import BoundarySource
+
+log = logging.getLogger("cdc_mysql.coordinator")
+
+
+class PlanningError(RuntimeError):
+    pass
+
+
+class Planner:
+    def __init__(
+        self,
+        tables: list[TableSchema],
+        boundaries: BoundarySource,
+        chunk_size: int,
+        registry: SplitRegistry | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.tables = sorted(tables, key=lambda t: t.name)
+        self._index = {t.name: i for i, t in enumerate(self.tables)}
+        self.boundaries = boundaries
+        self.chunk_size = chunk_size
+        self.registry = registry or SplitRegistry()
+
+    def initial_cursor(self) -> SnapshotCursor | None:
+        return SnapshotCursor(self.tables[0].name, None) if self.tables else None
+
+    def table_index(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise PlanningError(
+                f"the checkpoint's snapshot is at table {name}, which is no longer captured "
+                f"(captured now: {', '.join(self._index) or 'none'}); restore the table or "
+                "start a new query with a new checkpoint location"
+            ) from None
+
+    # -- planning a new batch ------------------------------------------------------------
+    def plan(self, start: SourceOffset, head: BinlogPosition, max_chunks: int) -> PlannedBatch:
+        """The next snapshot batch: up to ``max_chunks`` chunks, ending at ``head``."""
+        if start.snapshot is None:
+            raise PlanningError("plan() is for snapshot batches; the hand-over is done")
+        chunks: list[ChunkSpec] = []
+        cursor: SnapshotCursor | None = start.snapshot
+        while cursor is not None and len(chunks) < max(1, max_chunks):
+            index = self.table_index(cursor.table)
+            schema = self.tables[index]
+            lo = None if cursor.after is None else key_from_json(schema, cursor.after)
+            hi = self.boundaries.chunk_end(schema, lo, None, self.chunk_size)
+            chunks.append(ChunkSpec(schema, index, lo, hi))
+            progress = self.registry.progress(schema.name, schema.estimated_rows, self.chunk_size)
+            progress.chunks_planned += 1
+            if hi is not None:
+                cursor = SnapshotCursor(schema.name, tuple(key_to_json(schema, hi)))
+            else:
+                progress.finished = True
+                cursor = (
+                    SnapshotCursor(self.tables[index + 1].name, None)
+                    if index + 1 < len(self.tables)
+                    else None
+                )
+        batch = PlannedBatch(start, SourceOffset(head, cursor), tuple(chunks))
+        self.registry.record(batch)
+        return batch
+
+    # -- the chunks of a batch, from its offsets alone -----------------------------------
+    def chunks_between(self, start: SourceOffset, end: SourceOffset) -> tuple[ChunkSpec, ...]:
+        if start.snapshot is None:
+            return ()
+        planned = self.registry.planned(start, end)
+        if planned is not None:
+            return planned.chunks
+        return tuple(self._walk(start.snapshot, end.snapshot))
+
+    def _walk(self, start: SnapshotCursor, end: SnapshotCursor | None):
+        first = self.table_index(start.table)
+        last = len(self.tables) - 1 if end is None else self.table_index(end.table)
+        for index in range(first, last + 1):
+            schema = self.tables[index]
+            lo = (
+                key_from_json(schema, start.after)
+                if index == first and start.after is not None
+                else None
+            )
+            if end is not None and index == last:
+                if end.after is None:
+                    return
+                bound = key_from_json(schema, end.after)
+            else:
+                bound = None
+            while True:
+                hi = self.boundaries.chunk_end(schema, lo, bound, self.chunk_size)
+                if hi is None or hi == bound:
+                    yield ChunkSpec(schema, index, lo, bound)
+                    break
+                yield ChunkSpec(schema, index, lo, hi)
+                lo = hi

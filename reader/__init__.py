@@ -1,0 +1,1 @@
+"""Executor-only reading: chunks normalized to a position, binlog ranges, Arrow batches."""

@@ -1,0 +1,85 @@
+"""Turning emitted changes into bounded ``pyarrow.RecordBatch``es of the output schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from cdc_source.catalog import TableSchema
+from cdc_source.output_schema import is_envelope, output_schema
+from cdc_source.types import canonical_value, json_default, row_json
+
+ROWS_PER_BATCH = 8192
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """One output row before conversion: raw images as decoded by the snapshot or binlog."""
+
+    table: TableSchema
+    op: str
+    before: dict | None
+    after: dict | None
+    seq: str
+    ts_ms: int
+
+
+def _canonical(table: TableSchema, image: dict | None) -> dict | None:
+    if image is None:
+        return None
+    return {c.name: canonical_value(c, image.get(c.name)) for c in table.columns}
+
+
+class ArrowWriter:
+    def __init__(self, tables: Iterable[TableSchema], rows_per_batch: int = ROWS_PER_BATCH):
+        self.tables = tuple(tables)
+        self.envelope = is_envelope(self.tables)
+        self.arrow_schema = to_arrow_schema(output_schema(self.tables), timezone="UTC")
+        self.rows_per_batch = rows_per_batch
+
+    def batches(self, rows: Iterable[Emitted]) -> Iterator[pa.RecordBatch]:
+        columns = self._empty()
+        count = 0
+        for row in rows:
+            self._append(columns, row)
+            count += 1
+            if count >= self.rows_per_batch:
+                yield self._batch(columns)
+                columns, count = self._empty(), 0
+        if count:
+            yield self._batch(columns)
+
+    def _empty(self) -> list[list]:
+        return [[] for _ in self.arrow_schema.names]
+
+    def _append(self, columns: list[list], row: Emitted) -> None:
+        before = _canonical(row.table, row.before)
+        after = _canonical(row.table, row.after)
+        if self.envelope:
+            image = after if after is not None else before
+            key = {name: image[name] for name in row.table.primary_key}
+            values = [
+                row.table.database,
+                row.table.table,
+                row.op,
+                json.dumps(key, default=json_default, separators=(",", ":"), ensure_ascii=False),
+                row_json(before),
+                row_json(after),
+                row.seq,
+                row.ts_ms,
+            ]
+        else:
+            image = after if after is not None else before
+            values = [image[c.name] for c in row.table.columns] + [row.op, row.seq, row.ts_ms]
+        for column, value in zip(columns, values):
+            column.append(value)
+
+    def _batch(self, columns: list[list]) -> pa.RecordBatch:
+        arrays = [
+            pa.array(values, type=field.type) for values, field in zip(columns, self.arrow_schema)
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)

@@ -1,0 +1,156 @@
+"""Reading snapshot chunks, normalized exactly to the batch's planned position P.
+
+One task reads its chunks inside one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``.
+MariaDB reports the binlog position Q of that very snapshot (``binlog_snapshot_file`` /
+``binlog_snapshot_position``), so a transaction whose events end at or before Q is visible
+and none after it is, whatever the engine's commit order. The binlog between P and Q is
+then read (only the chunks' tables, only their key ranges) and applied by
+:mod:`reader.normalize`. Memory: the changed keys of that window plus one fetch of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from cdc_source.catalog import TableSchema
+from cdc_source.key_sql import key_range
+from cdc_source.keys import needs_weight, sort_key, weight_sql
+from cdc_source.mysql_client import quote_ident, read_head
+from cdc_source.offsets import BinlogPosition
+from cdc_source.partitions import ChunkSpec, ChunkTask
+from cdc_source.sequence import snapshot_seq
+from reader.arrow_output import Emitted
+from reader.binlog_range import read_changes
+from reader.frontier import READ
+from reader.key_weights import WeightResolver, key_of
+from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
+
+
+def snapshot_position(conn) -> BinlogPosition:
+    """Q: the binlog position matching the open consistent snapshot.
+
+    MariaDB reports it exactly. MySQL does not; there the head read right after the
+    snapshot is used (see the README's limits)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+    if status.get("binlog_snapshot_file"):
+        return BinlogPosition(
+            status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+        )
+    file, pos, gtids, _ = read_head(conn)
+    return BinlogPosition(file, pos, gtids)
+
+
+def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
+    schema = chunk.table
+    expressions = []
+    for column in schema.columns:
+        name = quote_ident(column.name)
+        # The text protocol prints FLOAT with 6 digits; as DOUBLE it is the exact 32-bit value.
+        expressions.append(f"CAST({name} AS DOUBLE)" if column.data_type == "float" else name)
+    for column in schema.key_columns:
+        if needs_weight(column):
+            expressions.append(weight_sql(column, quote_ident(column.name)))
+    where, params = key_range(schema, chunk.lo, chunk.hi)
+    return f"SELECT {', '.join(expressions)} FROM {schema.quoted} WHERE {where}", params
+
+
+def _lookup(weights: dict[str, bytes]):
+    """The collation weights the SELECT returned beside a row, as a ``WeightLookup``."""
+    return lambda column, _value: bytes(weights[column.name])
+
+
+class ChunkReader:
+    def __init__(
+        self, task: ChunkTask, connection_kwargs: dict, connect: Callable[..., object]
+    ) -> None:
+        self.task = task
+        self.connection_kwargs = connection_kwargs
+        self.connect = connect
+        self.weights = WeightResolver(lambda: connect(connection_kwargs))
+
+    def rows(self) -> Iterator[Emitted]:
+        conn = self.connect(self.connection_kwargs, streaming=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            q = snapshot_position(conn)
+            overrides = self._overrides(q)
+            for chunk, chunk_overrides in zip(self.task.chunks, overrides):
+                yield from self._read_chunk(conn, chunk, chunk_overrides)
+            with conn.cursor() as cur:
+                cur.execute("COMMIT")
+        finally:
+            conn.close()
+            self.weights.close()
+
+    def _bounds(self, chunk: ChunkSpec) -> tuple[bytes | None, bytes | None]:
+        keys = [k for k in (chunk.lo, chunk.hi) if k is not None]
+        encoded = iter(self.weights.sort_keys(chunk.table, keys))
+        lo = next(encoded) if chunk.lo is not None else None
+        hi = next(encoded) if chunk.hi is not None else None
+        return lo, hi
+
+    def _overrides(self, q: BinlogPosition) -> list[dict]:
+        target = self.task.target
+        if q.coordinates == target.coordinates:
+            return [{} for _ in self.task.chunks]
+        undo = q.coordinates > target.coordinates
+        start, end = (target, q) if undo else (q, target)
+        tables = {c.table.name: c.table for c in self.task.chunks}
+        keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
+        raw = list(
+            read_changes(self.connection_kwargs, self.task.server_id, start, end, set(tables))
+        )
+        for name, schema in tables.items():
+            changes = [c for c in raw if c.table == name]
+            keys = [key_of(schema, c.before) for c in changes] + [
+                key_of(schema, c.after) for c in changes
+            ]
+            present = [k for k in keys if k is not None]
+            encoded = iter(self.weights.sort_keys(schema, present))
+            sort_keys = [next(encoded) if k is not None else None for k in keys]
+            n = len(changes)
+            keyed[name] = [
+                KeyedChange(sort_keys[i], c.before, sort_keys[n + i], c.after)
+                for i, c in enumerate(changes)
+            ]
+        result = []
+        build = undo_overrides if undo else redo_overrides
+        for chunk in self.task.chunks:
+            lo, hi = self._bounds(chunk)
+            result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
+        return result
+
+    def _selected(self, conn, chunk: ChunkSpec) -> Iterator[tuple[bytes, dict]]:
+        schema: TableSchema = chunk.table
+        names = schema.column_names
+        weighted = [c for c in schema.key_columns if needs_weight(c)]
+        key_positions = [names.index(n) for n in schema.primary_key]
+        query, params = select_sql(chunk)
+        with conn.cursor() as cur:
+            cur.execute(query, params)
+            while True:
+                fetched = cur.fetchmany(self.task.fetch_size)
+                if not fetched:
+                    break
+                for record in fetched:
+                    row = dict(zip(names, record))
+                    weights = dict(zip((c.name for c in weighted), record[len(names) :]))
+                    key = tuple(record[i] for i in key_positions)
+                    yield sort_key(schema, key, _lookup(weights)), row
+
+    def _read_chunk(self, conn, chunk: ChunkSpec, overrides: dict) -> Iterator[Emitted]:
+        target = self.task.target
+        file_number = target.file_number
+        for key, row in merge(self._selected(conn, chunk), overrides):
+            yield Emitted(
+                chunk.table,
+                READ,
+                None,
+                row,
+                snapshot_seq(file_number, target.pos, chunk.table_index, key),
+                target.ts,
+            )
