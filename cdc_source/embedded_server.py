@@ -79,7 +79,13 @@ class ConnectionInfo:
 class EmbeddedServer:
     """Starts ``mariadbd`` on a fresh data directory; ``stop()`` removes everything."""
 
-    def __init__(self, base_dir: str | None = None, buffer_pool: str = "256M") -> None:
+    def __init__(
+        self,
+        base_dir: str | None = None,
+        buffer_pool: str = "256M",
+        binlog: bool = True,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.server_bin = _find_executable(SERVER_CANDIDATES)
         self.install_bin = _find_executable(INSTALL_CANDIDATES)
         if not self.server_bin or not self.install_bin:
@@ -93,6 +99,8 @@ class EmbeddedServer:
         self.socket = self.base_dir / "mysqld.sock"
         self.port = free_port()
         self.buffer_pool = buffer_pool
+        self.binlog = binlog
+        self.extra_args = extra_args
         self.process: subprocess.Popen | None = None
         self.info = ConnectionInfo("127.0.0.1", self.port, CDC_USER, CDC_PASSWORD)
 
@@ -121,15 +129,22 @@ class EmbeddedServer:
             f"--pid-file={self.base_dir / 'mysqld.pid'}",
             f"--log-error={self.base_dir / 'error.log'}",
             "--server-id=1",
-            f"--log-bin={self.datadir / 'binlog'}",
-            "--binlog-format=ROW",
-            "--binlog-row-image=FULL",
-            "--binlog-row-metadata=FULL",
+            *(
+                [
+                    f"--log-bin={self.datadir / 'binlog'}",
+                    "--binlog-format=ROW",
+                    "--binlog-row-image=FULL",
+                    "--binlog-row-metadata=FULL",
+                ]
+                if self.binlog
+                else []
+            ),
             f"--innodb-buffer-pool-size={self.buffer_pool}",
             "--innodb-flush-log-at-trx-commit=2",
             "--sync-binlog=0",
             "--skip-name-resolve",
             "--max-connections=500",
+            *self.extra_args,
             *self._run_as_root_args(),
         ]
         self.process = subprocess.Popen(

@@ -13,8 +13,9 @@ BINLOG_KIND = "0"
 SNAPSHOT_KIND = "1"
 
 
-def binlog_seq(file_number: int, end_pos: int, row_index: int) -> str:
-    return f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}.{row_index:08d}"
+def binlog_seq(file_number: int, end_pos: int, row_index: int, part: int = 0) -> str:
+    """``part`` orders the two halves of a primary-key update: 0 the delete, 1 the insert."""
+    return f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}.{row_index:08d}.{part}"
 
 
 def snapshot_seq(file_number: int, pos: int, table_index: int, key_bytes: bytes) -> str:

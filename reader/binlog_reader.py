@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import islice
 
-from cdc_source.keys import key_from_json
+from cdc_source.catalog import TableSchema
+from cdc_source.keys import key_from_json, needs_weight
 from cdc_source.partitions import BinlogTask
 from cdc_source.sequence import binlog_seq
 from reader.arrow_output import Emitted
 from reader.binlog_range import RowChange, read_changes
-from reader.frontier import Ownership, emitted_op
+from reader.frontier import DELETE, INSERT, Ownership, emitted_ops
 from reader.key_weights import WeightResolver, key_of
 
 CHANGES_PER_ROUND = 2000
@@ -53,39 +54,63 @@ class BinlogReader:
         finally:
             self.weights.close()
 
-    def _emit(self, ownership: Ownership, changes: list[RowChange]) -> Iterator[Emitted]:
-        frontier = ownership.table
-        sort_keys: dict[int, tuple[bytes | None, bytes | None]] = {}
-        needing = [i for i, c in enumerate(changes) if ownership.needs_key(c.table)]
-        if needing:
-            schema = self.tables[frontier]
-            keys = [key_of(schema, changes[i].before) for i in needing] + [
-                key_of(schema, changes[i].after) for i in needing
+    def _needs_sort_keys(self, ownership: Ownership, change: RowChange) -> bool:
+        """Sort keys are needed to decide ownership at the frontier, and to tell whether an
+        update changed its key when the raw values differ but a collation may equate them."""
+        if ownership.needs_key(change.table):
+            return True
+        if change.before is None or change.after is None:
+            return False
+        schema = self.tables[change.table]
+        if key_of(schema, change.before) == key_of(schema, change.after):
+            return False
+        return any(needs_weight(c) for c in schema.key_columns)
+
+    def _sort_keys(self, ownership: Ownership, changes: list[RowChange]) -> dict:
+        needing: dict[str, list[int]] = {}
+        for i, change in enumerate(changes):
+            if self._needs_sort_keys(ownership, change):
+                needing.setdefault(change.table, []).append(i)
+        result: dict[int, tuple[bytes | None, bytes | None]] = {}
+        for table, indexes in needing.items():
+            schema: TableSchema = self.tables[table]
+            keys = [key_of(schema, changes[i].before) for i in indexes] + [
+                key_of(schema, changes[i].after) for i in indexes
             ]
             encoded = iter(self.weights.sort_keys(schema, [k for k in keys if k is not None]))
             resolved = [next(encoded) if k is not None else None for k in keys]
-            n = len(needing)
-            for j, i in enumerate(needing):
-                sort_keys[i] = (resolved[j], resolved[n + j])
+            n = len(indexes)
+            for j, i in enumerate(indexes):
+                result[i] = (resolved[j], resolved[n + j])
+        return result
+
+    def _emit(self, ownership: Ownership, changes: list[RowChange]) -> Iterator[Emitted]:
+        sort_keys = self._sort_keys(ownership, changes)
         for i, change in enumerate(changes):
+            schema = self.tables[change.table]
             before_key, after_key = sort_keys.get(i, (None, None))
-            op = emitted_op(
+            if before_key is not None and after_key is not None:
+                same_key = before_key == after_key
+            else:
+                same_key = key_of(schema, change.before) == key_of(schema, change.after)
+            ops = emitted_ops(
                 ownership,
                 change.table,
                 before_key,
                 after_key,
                 change.before is not None,
                 change.after is not None,
+                same_key,
             )
-            if op is None:
-                continue
-            before = change.before if op != "c" else None
-            after = change.after if op != "d" else None
-            yield Emitted(
-                self.tables[change.table],
-                op,
-                before,
-                after,
-                binlog_seq(change.file_number, change.end_pos, change.row_index),
-                change.ts_ms,
-            )
+            for op in ops:
+                before = None if op == INSERT else change.before
+                after = None if op == DELETE else change.after
+                part = 1 if op == INSERT and change.before is not None else 0
+                yield Emitted(
+                    schema,
+                    op,
+                    before,
+                    after,
+                    binlog_seq(change.file_number, change.end_pos, change.row_index, part),
+                    change.ts_ms,
+                )

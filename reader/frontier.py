@@ -2,8 +2,9 @@
 
 A key is owned by the stream at the batch start S when its table sorts before the
 frontier table, or it is in the frontier table and ``key <= after`` (compared as sort-key
-bytes, i.e. in the server's order). A primary-key update that crosses the frontier is
-emitted as the side that is owned: a delete of the old key or an insert of the new one.
+bytes, i.e. in the server's order). An update that changes the primary key is
+a delete of the old key plus an insert of the new one, each emitted only if owned, so a
+key update that crosses the frontier yields just the side the stream owns.
 """
 
 from __future__ import annotations
@@ -32,21 +33,27 @@ class Ownership:
         return key is not None and key <= self.after_key
 
 
-def emitted_op(
+def emitted_ops(
     ownership: Ownership,
     table: str,
     before_key: bytes | None,
     after_key: bytes | None,
     has_before: bool,
     has_after: bool,
-) -> str | None:
-    """The op to emit for one row change, or None when the change is not the stream's."""
-    before_owned = has_before and ownership.owns(table, before_key)
-    after_owned = has_after and ownership.owns(table, after_key)
-    if before_owned and after_owned:
-        return UPDATE
-    if after_owned:
-        return INSERT
-    if before_owned:
-        return DELETE
-    return None
+    same_key: bool,
+) -> tuple[str, ...]:
+    """The ops to emit for one row change: () when it is not the stream's.
+
+    An update that keeps its key is one ``u``. An update that changes the primary key
+    is a delete of the old key and an insert of the new one, each emitted only when
+    its key is owned, so a consumer that keeps the latest row per key never keeps a
+    key that no longer exists.
+    """
+    if has_before and has_after and same_key:
+        return (UPDATE,) if ownership.owns(table, before_key) else ()
+    ops = []
+    if has_before and ownership.owns(table, before_key):
+        ops.append(DELETE)
+    if has_after and ownership.owns(table, after_key):
+        ops.append(INSERT)
+    return tuple(ops)

@@ -1,0 +1,54 @@
+"""The ``cdc-mysql`` command line (also ``python -m cdc_source``).
+
+cdc-mysql quickstart [--rows N] [--seconds S] [--out DIR]   capture a demo table end to end
+cdc-mysql inspect CHECKPOINT [...]                           what a checkpoint holds
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: cdc-mysql {quickstart,inspect} [options]
+
+commands:
+  quickstart   start a throwaway local server, stream a live demo table into a parquet
+               folder with Spark, and verify the change log reproduces the table
+  inspect      show what a query's checkpoint holds (offsets, phase, progress)
+
+'cdc-mysql COMMAND --help' describes a command's options."""
+
+COMMANDS = ("quickstart", "inspect")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    if args[0] in ("-V", "--version"):
+        from cdc_source import __version__
+
+        print(f"cdc-mysql {__version__}")
+        return 0
+    command, rest = args[0], args[1:]
+    if command == "quickstart":
+        from cdc_source.quickstart import main as quickstart_main
+
+        return _exit_code(quickstart_main(rest))
+    if command == "inspect":
+        from cdc_source.inspect import main as inspect_main
+
+        return _exit_code(inspect_main(rest))
+    print(f"cdc-mysql: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+def _exit_code(result) -> int:
+    return 0 if result is None else int(result)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

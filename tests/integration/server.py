@@ -1,0 +1,88 @@
+"""The MySQL-compatible server the integration tests talk to.
+
+By default a throwaway MariaDB started by the tests themselves. Set
+``CDC_MYSQL_TEST_URL=mysql://root:PASSWORD@HOST:PORT`` to use an external server instead
+(for instance the docker-compose MySQL 8); the tests then create their own databases and
+a ``cdc_test`` account there.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlparse
+
+import pymysql
+
+from cdc_source.embedded_server import ConnectionInfo, EmbeddedServer
+
+TEST_URL_ENV = "CDC_MYSQL_TEST_URL"
+TEST_USER = "cdc_test"
+TEST_PASSWORD = "cdc-test-secret"
+
+
+class TestServer:
+    """Admin access plus a CDC account, on an embedded or an external server."""
+
+    def __init__(self) -> None:
+        self.embedded: EmbeddedServer | None = None
+        url = os.environ.get(TEST_URL_ENV)
+        if url:
+            parsed = urlparse(url)
+            self.info = ConnectionInfo(
+                parsed.hostname or "127.0.0.1",
+                parsed.port or 3306,
+                TEST_USER,
+                TEST_PASSWORD,
+                admin_user=unquote(parsed.username or "root"),
+                admin_password=unquote(parsed.password or ""),
+            )
+        else:
+            self.embedded = EmbeddedServer()
+            base = self.embedded.start()
+            self.info = ConnectionInfo(base.host, base.port, TEST_USER, TEST_PASSWORD)
+        self._create_account()
+
+    def _create_account(self) -> None:
+        with self.admin() as conn, conn.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{TEST_USER}'@'%'")
+            cur.execute(f"CREATE USER '{TEST_USER}'@'%%' IDENTIFIED BY %s", (TEST_PASSWORD,))
+            cur.execute(
+                f"GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* "
+                f"TO '{TEST_USER}'@'%'"
+            )
+
+    @property
+    def is_mariadb(self) -> bool:
+        with self.admin() as conn, conn.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            return "mariadb" in cur.fetchone()[0].lower()
+
+    def admin(self, database: str | None = None) -> pymysql.Connection:
+        return self.info.admin_connect(database, charset="utf8mb4")
+
+    def execute(self, *statements: str, database: str | None = None) -> None:
+        with self.admin(database) as conn, conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+
+    def query(self, sql: str, params=None, database: str | None = None) -> list[tuple]:
+        with self.admin(database) as conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+
+    def fresh_database(self, name: str) -> str:
+        self.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
+        return name
+
+    def source_options(self, database: str, table_regex: str, **extra: str) -> dict[str, str]:
+        options = {
+            **self.info.source_options(),
+            "database-name": database,
+            "table-name": table_regex,
+        }
+        options.update({k.replace("_", "-") if "." not in k else k: v for k, v in extra.items()})
+        return options
+
+    def stop(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
