@@ -27,7 +27,13 @@ from pyspark.sql.types import StructType
 
 from cdc_source.catalog import TableSchema
 from cdc_source.mysql_client import connect, read_head
-from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset, same_progress
+from cdc_source.offsets import (
+    BinlogPosition,
+    SnapshotCursor,
+    SourceOffset,
+    same_progress,
+    table_fingerprint,
+)
 from cdc_source.options import SourceOptions, parse_options
 from cdc_source.output_schema import output_schema
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
@@ -44,6 +50,10 @@ def _configure_logging() -> None:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         log.propagate = False
+
+
+class SourceStateError(RuntimeError):
+    """The checkpoint and the current options or server disagree."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +108,11 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._driver
 
     def initialOffset(self) -> dict:
+        fingerprint = table_fingerprint([t.name for t in self.tables])
         if self.options.startup_mode == "initial":
-            return SourceOffset(None, SnapshotCursor(self.tables[0].name, None)).to_json_obj()
-        return SourceOffset(None, None).to_json_obj()
+            cursor = SnapshotCursor(self.tables[0].name, None)
+            return SourceOffset(None, cursor, fingerprint).to_json_obj()
+        return SourceOffset(None, None, fingerprint).to_json_obj()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()
@@ -146,6 +158,7 @@ class _Driver:
         self._conn = None
         self.boundaries = ServerBoundarySource(lambda: connect(options.connection_kwargs()))
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
+        self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self.checked_files: set[str] = set()
         self.last_plan_time = time.monotonic()
@@ -176,7 +189,18 @@ class _Driver:
             return max(1, limit.max_rows // self.options.chunk_size)
         return self.options.chunks_per_batch
 
+    def _check_tables(self, offset: SourceOffset) -> None:
+        if offset.tables and offset.tables != self.fingerprint:
+            raise SourceStateError(
+                "the tables matched by 'database-name'/'table-name' are not the ones this "
+                f"checkpoint captured (now: {', '.join(t.name for t in self.tables)}). A table "
+                "added to a running capture would have no snapshot and a removed one would "
+                "stop silently; start a new query with a new checkpoint location, or restore "
+                "the options and tables the checkpoint was started with"
+            )
+
     def latest(self, start: SourceOffset, limit: ReadLimit) -> SourceOffset:
+        self._check_tables(start)
         self._ensure_available(start.binlog)
         head = self.target or self.head()
         if start.snapshot is not None:
@@ -184,7 +208,7 @@ class _Driver:
             self._log_plan(start, batch.end, len(batch.chunks), head)
             self._write_state()
             return batch.end
-        end = SourceOffset(head, None)
+        end = SourceOffset(head, None, self.fingerprint)
         if start.binlog is not None and same_progress(start, end):
             return start
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
@@ -195,6 +219,7 @@ class _Driver:
     def partitions(self, start: SourceOffset, end: SourceOffset) -> list[CdcPartition]:
         if same_progress(start, end):
             return []
+        self._check_tables(start)
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
         parts: list[CdcPartition] = []

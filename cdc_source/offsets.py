@@ -2,13 +2,18 @@
 
 The offset is the whole truth of a query's progress (DESIGN section 2)::
 
-    {"v": 1, "binlog": {"file": "...", "pos": N, "gtids": "...", "ts": MS} | null,
+    {"v": 1, "tables": "crc32 of the captured table names",
+     "binlog": {"file": "...", "pos": N, "gtids": "...", "ts": MS} | null,
      "snapshot": {"table": "db.t", "after": [key values] | null} | null}
 
 ``snapshot.after`` is the last primary key owned by the stream in the frontier table:
 keys ``<= after`` (in the server's collation order) are owned, ``null`` means none of
 that table is. Tables sorted before ``snapshot.table`` are owned entirely, tables after
 it not at all. ``snapshot: null`` means the hand-over is done: everything is owned.
+
+``tables`` fingerprints the set of captured tables, so a restart whose ``table-name``
+now matches another set of tables stops with a clear error instead of silently
+streaming a table whose earlier rows were never snapshotted.
 
 Spark compares offsets as JSON strings, so the JSON is built with a fixed key order
 and no whitespace; its size does not depend on the size of any table.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,10 +94,15 @@ class SnapshotCursor:
         )
 
 
+def table_fingerprint(table_names: list[str] | tuple[str, ...]) -> str:
+    return f"{zlib.crc32(chr(10).join(sorted(table_names)).encode()):08x}"
+
+
 @dataclass(frozen=True)
 class SourceOffset:
     binlog: BinlogPosition | None
     snapshot: SnapshotCursor | None
+    tables: str = ""
 
     @property
     def handed_over(self) -> bool:
@@ -100,6 +111,7 @@ class SourceOffset:
     def to_json_obj(self) -> dict[str, Any]:
         return {
             "v": OFFSET_VERSION,
+            "tables": self.tables,
             "binlog": None if self.binlog is None else self.binlog.to_json_obj(),
             "snapshot": None if self.snapshot is None else self.snapshot.to_json_obj(),
         }
@@ -121,6 +133,7 @@ class SourceOffset:
         return SourceOffset(
             binlog=None if binlog is None else BinlogPosition.from_json_obj(binlog),
             snapshot=None if snapshot is None else SnapshotCursor.from_json_obj(snapshot),
+            tables=str(obj.get("tables", "")),
         )
 
     def describe(self) -> str:

@@ -123,6 +123,12 @@ def _parse_server_ids(raw: str) -> ServerIdRange:
         raise OptionError(
             f"option 'server-id' range '{raw}' is invalid: use 1 <= first <= last < 2^32"
         )
+    if last == first:
+        raise OptionError(
+            f"option 'server-id' is the single id '{raw}', but a batch reads the binlog in "
+            "one task and normalizes snapshot chunks in others, each needing its own id; give "
+            f"a range such as '{first}-{first + 8}' (its size caps the tasks of a batch)"
+        )
     return ServerIdRange(first, last)
 
 

@@ -78,7 +78,7 @@ class Planner:
                     if index + 1 < len(self.tables)
                     else None
                 )
-        batch = PlannedBatch(start, SourceOffset(head, cursor), tuple(chunks))
+        batch = PlannedBatch(start, SourceOffset(head, cursor, start.tables), tuple(chunks))
         self.registry.record(batch)
         return batch
 

@@ -72,10 +72,20 @@ class SplitRegistry:
     def commit(self, end: SourceOffset) -> ReleaseReport | None:
         """Everything up to ``end`` is durable: drop the chunks of those batches, and at the
         first durable offset past the hand-over release all snapshot-phase metadata."""
+        releasing = end.handed_over and self.released is None
+        held = self._held() if releasing else None
         self._drop_committed(end)
-        if end.handed_over and self.released is None:
-            return self._release_snapshot_metadata()
+        if releasing:
+            return self._release_snapshot_metadata(held)
         return None
+
+    def _held(self) -> ReleaseReport:
+        """What the snapshot phase holds right now: entries and their pickled size."""
+        held = {"in_flight": list(self._in_flight), "progress": self._progress}
+        return ReleaseReport(
+            entries=len(self._in_flight) + self.in_flight_chunks() + len(self._progress),
+            bytes=len(pickle.dumps(held)),
+        )
 
     def _drop_committed(self, end: SourceOffset) -> None:
         position = [i for i, b in enumerate(self._in_flight) if same_progress(b.end, end)]
@@ -96,12 +106,7 @@ class SplitRegistry:
     def _earlier(a: SourceOffset, b: SourceOffset) -> bool:
         return a.binlog is not None and a.binlog.coordinates < b.binlog.coordinates
 
-    def _release_snapshot_metadata(self) -> ReleaseReport:
-        held = {"in_flight": list(self._in_flight), "progress": self._progress}
-        report = ReleaseReport(
-            entries=len(self._in_flight) + self.in_flight_chunks() + len(self._progress),
-            bytes=len(pickle.dumps(held)),
-        )
+    def _release_snapshot_metadata(self, report: ReleaseReport) -> ReleaseReport:
         summary = ", ".join(
             f"{p.table}: {p.chunks_committed} chunks" for p in self._progress.values()
         )

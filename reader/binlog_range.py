@@ -44,6 +44,10 @@ _DESTRUCTIVE = re.compile(
     r"^\s*(?:/\*.*?\*/\s*)*(TRUNCATE(?:\s+TABLE)?|DROP\s+TABLE(?:\s+IF\s+EXISTS)?)\s+(.+)$",
     re.I | re.S,
 )
+_DROP_DATABASE = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*)*DROP\s+(?:DATABASE|SCHEMA)(?:\s+IF\s+EXISTS)?\s+(`(?:[^`]|``)+`|[\w$]+)",
+    re.I | re.S,
+)
 _NAME = re.compile(r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*")
 
 
@@ -52,7 +56,11 @@ def _unquote(name: str) -> str:
 
 
 def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]]:
-    """For TRUNCATE / DROP TABLE: (statement, ['db.table', ...]); else ('', [])."""
+    """For TRUNCATE / DROP TABLE: (statement, ['db.table', ...]); for DROP DATABASE:
+    (statement, ['db.*']); else ('', [])."""
+    dropped = _DROP_DATABASE.match(query)
+    if dropped:
+        return "DROP DATABASE", [f"{_unquote(dropped.group(1))}.*"]
     match = _DESTRUCTIVE.match(query)
     if not match:
         return "", []
@@ -144,7 +152,11 @@ def _check_statement(event: QueryEvent, tables: set[str]) -> None:
     )
     schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
     statement, targets = destructive_targets(query, schema or "")
-    hit = [t for t in targets if t in tables]
+    hit = [
+        t
+        for t in targets
+        if t in tables or (t.endswith(".*") and any(x.startswith(t[:-1]) for x in tables))
+    ]
     if hit:
         raise UnloggedRowChangeError(
             f"{statement} of captured table {', '.join(hit)} reached the binlog as a statement "

@@ -1,0 +1,213 @@
+"""The coordinator's split metadata stays bounded and is released at the hand-over
+(DESIGN section 3), driven through a simulated snapshot of up to 300,000 chunks with a
+fake key-boundary source and a fake binlog head: no server, structure not timing."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import tracemalloc
+from dataclasses import dataclass
+
+import pytest
+
+from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset, table_fingerprint
+from coordinator.planner import Planner
+from coordinator.registry import SplitRegistry
+
+CHUNK_SIZE = 8096
+CHUNKS_PER_BATCH = 64
+
+
+def _table(name: str, rows: int) -> TableSchema:
+    key = ColumnSpec("id", "bigint", "bigint(20)", False)
+    payload = ColumnSpec(
+        "payload",
+        "varchar",
+        "varchar(100)",
+        True,
+        char_length=100,
+        charset="utf8mb4",
+        collation="utf8mb4_general_ci",
+    )
+    return TableSchema("shop", name, (key, payload), ("id",), estimated_rows=rows)
+
+
+@dataclass
+class FakeBoundaries:
+    """Dense integer keys 1..rows per table, answering like the server's OFFSET query."""
+
+    rows: dict[str, int]
+    calls: int = 0
+
+    def chunk_end(self, schema, lo, bound, chunk_size):
+        self.calls += 1
+        start = 0 if lo is None else lo[0]
+        end = start + chunk_size
+        limit = self.rows[schema.table] if bound is None else min(bound[0], self.rows[schema.table])
+        return (end,) if end <= limit and (bound is None or end < bound[0]) else None
+
+
+class FakeHead:
+    def __init__(self) -> None:
+        self.pos = 4
+
+    def __call__(self) -> BinlogPosition:
+        self.pos += 12_345
+        return BinlogPosition("binlog.000042", self.pos, "0-1-%d" % self.pos, 1_700_000_000_000)
+
+
+def _offset_bytes(offset: SourceOffset) -> int:
+    return len(offset.to_json().encode())
+
+
+def simulate(total_chunks: int) -> dict:
+    """Plan the whole snapshot batch by batch, committing lazily as Spark does (batch N is
+    committed when N+1 is planned), then commit the hand-over batch."""
+    tables = [_table("orders", total_chunks * CHUNK_SIZE - 1), _table("users", CHUNK_SIZE * 3)]
+    boundaries = FakeBoundaries({t.table: t.estimated_rows for t in tables})
+    head = FakeHead()
+    gc.collect()
+    tracemalloc.start()
+    baseline = tracemalloc.get_traced_memory()[0]
+    registry = SplitRegistry()
+    planner = Planner(tables, boundaries, CHUNK_SIZE, registry)
+    start = SourceOffset(
+        None, planner.initial_cursor(), table_fingerprint([t.name for t in tables])
+    )
+    previous_end = None
+    first_bytes = last_snapshot_bytes = largest_bytes = 0
+    chunks = 0
+    peak_in_flight = 0
+    while start.snapshot is not None:
+        batch = planner.plan(start, head(), CHUNKS_PER_BATCH)
+        chunks += len(batch.chunks)
+        size = _offset_bytes(batch.end)  # running figures only: the harness must not grow
+        first_bytes = first_bytes or size
+        largest_bytes = max(largest_bytes, size)
+        if batch.end.snapshot is not None:
+            last_snapshot_bytes = size
+        peak_in_flight = max(peak_in_flight, registry.in_flight_chunks())
+        if previous_end is not None:
+            registry.commit(previous_end)
+        previous_end, start = batch.end, batch.end
+    held_before_release = registry.snapshot_metadata_entries()
+    report = registry.commit(previous_end)  # the covering commit of the hand-over batch
+    gc.collect()
+    after_release = tracemalloc.get_traced_memory()[0] - baseline
+    peak = tracemalloc.get_traced_memory()[1] - baseline
+    tracemalloc.stop()
+    return {
+        "chunks": chunks,
+        "peak_bytes": peak,
+        "after_release_bytes": after_release,
+        "held_before_release": held_before_release,
+        "held_after_release": registry.snapshot_metadata_entries(),
+        "release": report,
+        "first_offset_bytes": first_bytes,
+        "last_snapshot_offset_bytes": last_snapshot_bytes,
+        "largest_offset_bytes": largest_bytes,
+        "peak_in_flight_chunks": peak_in_flight,
+        "planner": planner,
+    }
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {n: simulate(n) for n in (3_000, 300_000)}
+
+
+def test_300k_chunk_snapshot_keeps_coordinator_memory_bounded_and_releases_it(runs, capsys):
+    small, large = runs[3_000], runs[300_000]
+    with capsys.disabled():
+        for run in (small, large):
+            print(
+                f"\n{run['chunks']:>7} chunks: peak {run['peak_bytes'] / 1024:.0f} KiB, "
+                f"after release {run['after_release_bytes'] / 1024:.1f} KiB, "
+                f"in-flight chunks at most {run['peak_in_flight_chunks']}, "
+                f"released {run['release']}, offsets {run['first_offset_bytes']} B (first) "
+                f"{run['last_snapshot_offset_bytes']} B (last snapshot) "
+                f"{run['largest_offset_bytes']} B (largest)"
+            )
+    assert large["chunks"] >= 300_000 and small["chunks"] >= 3_000
+    # In flight: at most two batches (planned N+1, N not yet committed), whatever the size.
+    assert large["peak_in_flight_chunks"] == small["peak_in_flight_chunks"] <= 2 * CHUNKS_PER_BATCH
+    # Released completely at the covering commit; nothing that grows with the chunk count.
+    assert large["held_after_release"] == small["held_after_release"] == 0
+    assert large["release"].entries == small["release"].entries
+    assert large["after_release_bytes"] < 64 * 1024
+    assert abs(large["after_release_bytes"] - small["after_release_bytes"]) < 16 * 1024
+    # The peak does not grow with the number of chunks (100x more chunks, same peak order).
+    assert large["peak_bytes"] < 2 * small["peak_bytes"] + 256 * 1024
+    # Offsets: constant size, under 1 KiB, at chunk 1 as at chunk 300,000.
+    assert large["largest_offset_bytes"] < 1024
+    assert abs(large["last_snapshot_offset_bytes"] - small["first_offset_bytes"]) < 16
+
+
+def test_release_waits_for_the_commit_past_the_handover(caplog):
+    tables = [_table("orders", CHUNK_SIZE * 10)]
+    registry = SplitRegistry()
+    planner = Planner(tables, FakeBoundaries({"orders": CHUNK_SIZE * 10}), CHUNK_SIZE, registry)
+    head = FakeHead()
+    start = SourceOffset(None, planner.initial_cursor())
+    first = planner.plan(start, head(), 4)
+    handover = planner.plan(first.end, head(), 100)
+    assert handover.end.snapshot is None
+    registry.commit(first.end)
+    # The hand-over batch is planned but not committed: a re-run must find its chunks.
+    assert planner.chunks_between(handover.start, handover.end) == handover.chunks
+    assert registry.released is None and registry.snapshot_metadata_entries() > 0
+    with caplog.at_level(logging.INFO, logger="cdc_mysql.coordinator"):
+        report = registry.commit(handover.end)
+    assert report is not None and report.entries > 0 and report.bytes > 0
+    assert registry.snapshot_metadata_entries() == 0
+    assert any("released snapshot metadata" in r.getMessage() for r in caplog.records)
+    assert registry.commit(handover.end) is None  # released once
+
+
+def test_restarted_coordinator_rebuilds_a_batch_from_its_offsets_alone():
+    tables = [_table("orders", CHUNK_SIZE * 1000), _table("users", CHUNK_SIZE * 5)]
+    rows = {t.table: t.estimated_rows for t in tables}
+    original = Planner(tables, FakeBoundaries(rows), CHUNK_SIZE)
+    head = FakeHead()
+    start = SourceOffset(None, original.initial_cursor())
+    for _ in range(40):  # deep into the snapshot
+        start = original.plan(start, head(), 16).end
+    batch = original.plan(start, head(), 16)
+
+    boundaries = FakeBoundaries(rows)
+    restarted = Planner(tables, boundaries, CHUNK_SIZE)  # empty registry, as after a restart
+    assert restarted.chunks_between(batch.start, batch.end) == batch.chunks
+    # Only the batch's own boundaries were asked for: no scan over the 40 earlier batches.
+    assert boundaries.calls <= len(batch.chunks) + 1
+
+
+def test_restarted_coordinator_crossing_tables_matches_the_plan():
+    tables = [_table("a", CHUNK_SIZE * 3 - 5), _table("b", 10), _table("c", CHUNK_SIZE * 2)]
+    rows = {t.table: t.estimated_rows for t in tables}
+    original = Planner(tables, FakeBoundaries(rows), CHUNK_SIZE)
+    start = SourceOffset(None, original.initial_cursor())
+    head = FakeHead()
+    while start.snapshot is not None:
+        batch = original.plan(start, head(), 2)
+        rebuilt = Planner(tables, FakeBoundaries(rows), CHUNK_SIZE)
+        assert [
+            (c.table.name, c.lo, c.hi) for c in rebuilt.chunks_between(batch.start, batch.end)
+        ] == [(c.table.name, c.lo, c.hi) for c in batch.chunks]
+        start = batch.end
+
+
+def test_after_the_handover_a_restarted_coordinator_holds_no_snapshot_metadata():
+    tables = [_table("orders", CHUNK_SIZE)]
+    planner = Planner(tables, FakeBoundaries({"orders": CHUNK_SIZE}), CHUNK_SIZE)
+    stream_start = SourceOffset(BinlogPosition("binlog.000001", 100), None)
+    stream_end = SourceOffset(BinlogPosition("binlog.000001", 900), None)
+    assert planner.chunks_between(stream_start, stream_end) == ()
+    planner.registry.commit(stream_end)
+    assert planner.registry.snapshot_metadata_entries() == 0
+
+
+def test_first_offset_of_initial_mode_needs_no_binlog_position():
+    planner = Planner([_table("orders", 10)], FakeBoundaries({"orders": 10}), CHUNK_SIZE)
+    assert planner.initial_cursor() == SnapshotCursor("shop.orders", None)
