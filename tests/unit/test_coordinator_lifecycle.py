@@ -55,7 +55,7 @@ class FakeHead:
 
     def __call__(self) -> BinlogPosition:
         self.pos += 12_345
-        return BinlogPosition("binlog.000042", self.pos, "0-1-%d" % self.pos, 1_700_000_000_000)
+        return BinlogPosition("binlog.000042", self.pos, f"0-1-{self.pos}", 1_700_000_000_000)
 
 
 def _offset_bytes(offset: SourceOffset) -> int:
@@ -135,7 +135,10 @@ def test_300k_chunk_snapshot_keeps_coordinator_memory_bounded_and_releases_it(ru
     assert large["peak_in_flight_chunks"] == small["peak_in_flight_chunks"] <= 2 * CHUNKS_PER_BATCH
     # Released completely at the covering commit; nothing that grows with the chunk count.
     assert large["held_after_release"] == small["held_after_release"] == 0
-    assert large["release"].entries == small["release"].entries
+    # What the release frees is the in-flight plans and per-table progress: bounded by the
+    # batches in flight, not by the chunks the snapshot had.
+    bound = 2 * (CHUNKS_PER_BATCH + 1) + 2
+    assert 0 < large["release"].entries <= bound and 0 < small["release"].entries <= bound
     assert large["after_release_bytes"] < 64 * 1024
     assert abs(large["after_release_bytes"] - small["after_release_bytes"]) < 16 * 1024
     # The peak does not grow with the number of chunks (100x more chunks, same peak order).
