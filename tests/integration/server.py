@@ -71,7 +71,10 @@ class TestServer:
             return list(cur.fetchall())
 
     def fresh_database(self, name: str) -> str:
-        self.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
+        self.execute(
+            f"DROP DATABASE IF EXISTS `{name}`",
+            f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+        )
         return name
 
     def source_options(self, database: str, table_regex: str, **extra: str) -> dict[str, str]:
