@@ -44,12 +44,20 @@ STATE_DIR_ENV = "CDC_MYSQL_STATE_DIR"
 
 
 def _configure_logging() -> None:
-    if not log.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    """INFO lines of the driver side to stderr (Spark's driver log), and with
+    ``CDC_MYSQL_STATE_DIR`` set also to ``coordinator.log`` there."""
+    if log.handlers:
+        return
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    if state_dir:
+        handlers.append(logging.FileHandler(os.path.join(state_dir, "coordinator.log")))
+    for handler in handlers:
+        handler.setFormatter(formatter)
         log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 class SourceStateError(RuntimeError):

@@ -150,8 +150,12 @@ class EmbeddedServer:
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        self._wait_ready(timeout)
-        self._create_cdc_user()
+        try:
+            self._wait_ready(timeout)
+            self._create_cdc_user()
+        except BaseException:
+            self.stop()  # never leave a half-started server and its data directory behind
+            raise
         return self.info
 
     def _wait_ready(self, timeout: float) -> None:

@@ -144,7 +144,7 @@ def _check_time_zone(raw: str) -> None:
         return
     try:
         ZoneInfo(raw)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise OptionError(
             f"option 'server-time-zone' must be an IANA zone such as 'Europe/Berlin' or an "
             f"offset such as '+02:00', got '{raw}'"

@@ -37,13 +37,13 @@ def unpack_time2(raw_int: int, raw_frac: int | None, fsp: int) -> dt.timedelta:
         intpart = raw_int - _TIMEF_INT_OFS
         frac = 0
         if fsp in (1, 2):
-            frac = raw_frac - 0x100 if raw_frac >= 0x80 else raw_frac
+            frac = raw_frac  # stored unsigned; a negative value borrows from the integer part
             if intpart < 0 and frac:
                 intpart += 1
                 frac -= 0x100
             frac *= 10000
         elif fsp in (3, 4):
-            frac = raw_frac - 0x10000 if raw_frac >= 0x8000 else raw_frac
+            frac = raw_frac
             if intpart < 0 and frac:
                 intpart += 1
                 frac -= 0x10000

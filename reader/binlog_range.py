@@ -48,7 +48,27 @@ _DROP_DATABASE = re.compile(
     r"^\s*(?:/\*.*?\*/\s*)*DROP\s+(?:DATABASE|SCHEMA)(?:\s+IF\s+EXISTS)?\s+(`(?:[^`]|``)+`|[\w$]+)",
     re.I | re.S,
 )
-_NAME = re.compile(r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*")
+
+
+_LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)
+_PARTITION_CHANGE = re.compile(
+    r"^ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(`(?:[^`]|``)+`|[\w$]+)"
+    r"(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s+.*?\b(TRUNCATE|DROP)\s+PARTITION\b",
+    re.I | re.S,
+)
+_NAME_LIST_ITEM = re.compile(
+    r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*(?:,|$)"
+)
+
+
+def _strip_leading_comments(query: str) -> str:
+    return query[_LEADING_COMMENTS.match(query).end() :]
+
+
+def _qualified(first: str, second: str | None, default_schema: str) -> str:
+    if second:
+        return f"{_unquote(first)}.{_unquote(second)}"
+    return f"{default_schema}.{_unquote(first)}"
 
 
 def _unquote(name: str) -> str:
@@ -56,25 +76,30 @@ def _unquote(name: str) -> str:
 
 
 def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]]:
-    """For TRUNCATE / DROP TABLE: (statement, ['db.table', ...]); for DROP DATABASE:
-    (statement, ['db.*']); else ('', [])."""
+    """Statements that remove rows without row events: TRUNCATE, DROP TABLE (each named
+    table), DROP DATABASE ('db.*'), ALTER TABLE ... TRUNCATE/DROP PARTITION.
+    Returns (statement, ['db.table', ...]), or ('', []) for anything else."""
+    query = _strip_leading_comments(query)
     dropped = _DROP_DATABASE.match(query)
     if dropped:
         return "DROP DATABASE", [f"{_unquote(dropped.group(1))}.*"]
+    partition = _PARTITION_CHANGE.match(query)
+    if partition:
+        statement = f"ALTER TABLE ... {partition.group(3).upper()} PARTITION"
+        return statement, [_qualified(partition.group(1), partition.group(2), default_schema)]
     match = _DESTRUCTIVE.match(query)
     if not match:
         return "", []
     statement = " ".join(match.group(1).upper().split()[:2])
+    names = re.split(r"/\*|;|\s(?:RESTRICT|CASCADE|WAIT|NOWAIT)\b", match.group(2), flags=re.I)[0]
     targets = []
-    for part in re.split(r",(?![^`]*`)", match.group(2).split(";")[0]):
-        name = _NAME.match(part)
-        if not name:
-            continue
-        first, second = name.group(1), name.group(2)
-        if second:
-            targets.append(f"{_unquote(first)}.{_unquote(second)}")
-        else:
-            targets.append(f"{default_schema}.{_unquote(first)}")
+    position = 0
+    while position < len(names):
+        item = _NAME_LIST_ITEM.match(names, position)
+        if not item or item.end() == position:
+            break
+        targets.append(_qualified(item.group(1), item.group(2), default_schema))
+        position = item.end()
     return statement, targets
 
 

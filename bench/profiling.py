@@ -1,0 +1,86 @@
+"""``--profile``: the source's readers in-process, without Spark, timed and under cProfile.
+
+This uses the source's internal task types (``ChunkTask``, ``BinlogTask``, ``run_task``),
+so it shows how much of a Spark run is the reader itself (SQL, normalization, Arrow
+conversion) and how much is Spark around it. It is a diagnostic, not a peer.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Callable
+from typing import Any
+
+import workload
+
+PROFILE_CHUNK_ROWS = 200_000
+TOP_FUNCTIONS = 18
+
+
+def _count_rows(batches) -> int:
+    return sum(batch.num_rows for batch in batches)
+
+
+def _timed_and_profiled(label: str, make_batches: Callable[[], Any]) -> dict[str, Any]:
+    began = time.perf_counter()
+    rows = _count_rows(make_batches())
+    seconds = time.perf_counter() - began
+    print(f"\n{label}: {rows:,} rows in {seconds:.2f} s = {rows / seconds:,.0f} rows/s (no Spark)")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    _count_rows(make_batches())
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(TOP_FUNCTIONS)
+    text = out.getvalue()
+    start = text.find("   ncalls")
+    text = text[start:] if start >= 0 else text
+    print(text.rstrip())
+    return {"rows": rows, "seconds": round(seconds, 3), "top_by_tottime": text}
+
+
+def profile_readers(
+    bench, server_ids: tuple[int, int], binlog_range: tuple[tuple, tuple] | None
+) -> dict[str, Any]:
+    from cdc_source.datasource import discover
+    from cdc_source.mysql_client import connect, read_head
+    from cdc_source.offsets import BinlogPosition
+    from cdc_source.options import parse_options
+    from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
+    from reader.task_runner import run_task
+
+    options = parse_options(bench.source_options(workload.TABLE))
+    tables = tuple(sorted(discover(options), key=lambda t: t.name))
+    kwargs = options.connection_kwargs()
+    result: dict[str, Any] = {}
+
+    conn = connect(kwargs)
+    try:
+        file, pos, gtids, ts = read_head(conn)
+    finally:
+        conn.close()
+    target = BinlogPosition(file, pos, gtids, ts)
+    rows = min(PROFILE_CHUNK_ROWS, bench.results["table"]["rows"])
+    chunk = ChunkSpec(tables[0], 0, None, (rows,))
+    chunk_task = ChunkTask((chunk,), target, server_ids[0], options.fetch_size)
+    result["chunk"] = _timed_and_profiled(
+        f"chunk reader, one chunk of {rows:,} keys",
+        lambda: run_task(chunk_task, kwargs, tables),
+    )
+    if binlog_range is not None:
+        (start_file, start_pos), (end_file, end_pos) = binlog_range
+        binlog_task = BinlogTask(
+            BinlogPosition(start_file, start_pos),
+            BinlogPosition(end_file, end_pos),
+            tables,
+            None,
+            server_ids[1],
+        )
+        result["binlog"] = _timed_and_profiled(
+            "binlog reader, the benchmark's update range",
+            lambda: run_task(binlog_task, kwargs, tables),
+        )
+    return result
