@@ -242,7 +242,10 @@ class _Driver:
             parts.append(CdcPartition(task))
         chunks = self.planner.chunks_between(start, end)
         if chunks:
-            slots = max(1, ids.size - 1)
+            # Few tasks, each reading several chunks in one consistent snapshot: every chunk
+            # task decodes the binlog from the planned position to its snapshot, so more
+            # tasks than cores only multiply that work and widen the windows.
+            slots = min(max(1, ids.size - 1), self.options.snapshot_parallelism)
             groups = _spread(chunks, min(len(chunks), slots))
             for i, group in enumerate(groups):
                 task = ChunkTask(group, end.binlog, ids.first + 1 + i, self.options.fetch_size)

@@ -15,6 +15,7 @@ STARTUP_MODES = ("initial", "latest-offset")
 DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_CHUNKS_PER_BATCH = 16
 DEFAULT_FETCH_SIZE = 4096
+DEFAULT_SNAPSHOT_PARALLELISM = 2
 DEFAULT_SERVER_ID_RANGE = "5400-5431"
 LOOPBACK_HOSTS = ("localhost", "::1")
 
@@ -35,6 +36,10 @@ OPTION_DOCS: dict[str, str] = {
         f"snapshot chunks planned per micro-batch, default {DEFAULT_CHUNKS_PER_BATCH}"
     ),
     "scan.snapshot.fetch.size": f"rows fetched per round trip, default {DEFAULT_FETCH_SIZE}",
+    "scan.snapshot.parallelism": (
+        f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
+        f"default {DEFAULT_SNAPSHOT_PARALLELISM}; set it to the executor cores"
+    ),
     "connect.timeout": "connection timeout in seconds, default 30",
 }
 
@@ -72,6 +77,7 @@ class SourceOptions:
     chunk_size: int = DEFAULT_CHUNK_SIZE
     chunks_per_batch: int = DEFAULT_CHUNKS_PER_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
+    snapshot_parallelism: int = DEFAULT_SNAPSHOT_PARALLELISM
     connect_timeout: int = 30
 
     def connection_kwargs(self) -> dict:
@@ -198,5 +204,8 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             options, "scan.snapshot.chunks-per-batch", DEFAULT_CHUNKS_PER_BATCH
         ),
         fetch_size=_positive_int(options, "scan.snapshot.fetch.size", DEFAULT_FETCH_SIZE),
+        snapshot_parallelism=_positive_int(
+            options, "scan.snapshot.parallelism", DEFAULT_SNAPSHOT_PARALLELISM
+        ),
         connect_timeout=_positive_int(options, "connect.timeout", 30),
     )
