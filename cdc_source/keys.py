@@ -143,3 +143,41 @@ def weight_sql(column: ColumnSpec, expression: str) -> str:
     if column.pad_space and column.char_length:
         return f"WEIGHT_STRING({collated} AS CHAR({int(column.char_length)}))"
     return f"WEIGHT_STRING({collated})"
+
+
+_INT_TYPES = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
+_INT_OFFSET = 1 << 71  # _signed(value, 9)
+
+
+def record_key_encoder(
+    schema: TableSchema, column_names: tuple[str, ...]
+) -> Callable[[tuple], bytes]:
+    """Sort key of a SELECT record whose columns are ``column_names`` followed by one
+    collation weight per collated key column (as ``weight_sql`` selects them).
+
+    Built once per chunk: a single integer key (the common case) is encoded inline."""
+    positions = [column_names.index(name) for name in schema.primary_key]
+    key_columns = schema.key_columns
+    if len(key_columns) == 1 and key_columns[0].data_type in _INT_TYPES:
+        (position,) = positions
+        return lambda record: (record[position] + _INT_OFFSET).to_bytes(9, "big")
+    weight_positions = {}
+    next_weight = len(column_names)
+    for column in key_columns:
+        if needs_weight(column):
+            weight_positions[column.name] = next_weight
+            next_weight += 1
+
+    def encode(record: tuple) -> bytes:
+        return b"".join(
+            encode_component(
+                column,
+                record[position],
+                bytes(record[weight_positions[column.name]])
+                if column.name in weight_positions
+                else None,
+            )
+            for column, position in zip(key_columns, positions)
+        )
+
+    return encode

@@ -68,21 +68,20 @@ def read_head(conn) -> tuple[str, int, str, int]:
 
 
 def variables(conn, names: list[str]) -> dict[str, str]:
+    """Global server variables by name (lower-cased); a variable the server lacks is absent.
+
+    ``@@global.x`` works on MariaDB and every MySQL version, unlike
+    ``information_schema.GLOBAL_VARIABLES`` (gone in MySQL 8)."""
+    found: dict[str, str] = {}
     with conn.cursor() as cur:
-        placeholders = ",".join(["%s"] * len(names))
-        cur.execute(
-            f"SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
-            f"WHERE LOWER(VARIABLE_NAME) IN ({placeholders})",
-            [n.lower() for n in names],
-        )
-        found = {str(k): str(v) for k, v in cur.fetchall()}
-    missing = [n for n in names if n.lower() not in found]
-    if missing:
-        with conn.cursor() as cur:
-            for name in missing:
-                try:
-                    cur.execute(f"SELECT @@global.{name}")
-                    found[name.lower()] = str(cur.fetchone()[0])
-                except pymysql.err.MySQLError:
-                    pass
+        for name in names:
+            try:
+                cur.execute(f"SELECT @@global.{name}")
+            except pymysql.err.MySQLError:
+                continue
+            value = cur.fetchone()[0]
+            value = value.decode() if isinstance(value, bytes) else value
+            found[name.lower()] = (
+                {1: "ON", 0: "OFF"}.get(value, str(value)) if isinstance(value, int) else str(value)
+            )
     return found

@@ -11,7 +11,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from cdc_source.catalog import TableSchema
 from cdc_source.output_schema import is_envelope, output_schema
-from cdc_source.types import canonical_value, json_default, row_json
+from cdc_source.types import canonical_value, json_default, row_json, snapshot_converter
 
 ROWS_PER_BATCH = 8192
 
@@ -40,6 +40,7 @@ class ArrowWriter:
         self.envelope = is_envelope(self.tables)
         self.arrow_schema = to_arrow_schema(output_schema(self.tables), timezone="UTC")
         self.rows_per_batch = rows_per_batch
+        self._converters: dict[str, tuple] = {}
 
     def batches(self, rows: Iterable[Emitted]) -> Iterator[pa.RecordBatch]:
         columns = self._empty()
@@ -53,13 +54,40 @@ class ArrowWriter:
         if count:
             yield self._batch(columns)
 
+    def snapshot_batch(
+        self, table: TableSchema, records: list[tuple], seqs: list[str], ts_ms: int
+    ) -> pa.RecordBatch:
+        """Snapshot rows (``op`` 'r') straight from the SELECT's records, column by column:
+        most columns need no per-value Python at all."""
+        width = len(table.columns)
+        if self.envelope:
+            names = table.column_names
+            rows = (
+                Emitted(table, "r", None, dict(zip(names, record[:width])), seq, ts_ms)
+                for record, seq in zip(records, seqs)
+            )
+            return next(self.batches(rows), None) if records else None
+        count = len(records)
+        columns = list(zip(*records))[:width] if records else [()] * width
+        arrays = []
+        for column, values, field in zip(table.columns, columns, self.arrow_schema):
+            convert = self._converters.get(column.name)
+            if convert is None:
+                convert = self._converters[column.name] = (snapshot_converter(column),)
+            values = list(values) if convert[0] is None else convert[0](values)
+            arrays.append(pa.array(values, type=field.type))
+        arrays.append(pa.array(["r"] * count, type=pa.string()))
+        arrays.append(pa.array(seqs, type=pa.string()))
+        arrays.append(pa.array([ts_ms] * count, type=pa.int64()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
     def _empty(self) -> list[list]:
         return [[] for _ in self.arrow_schema.names]
 
     def _append(self, columns: list[list], row: Emitted) -> None:
-        before = _canonical(row.table, row.before)
-        after = _canonical(row.table, row.after)
         if self.envelope:
+            before = _canonical(row.table, row.before)
+            after = _canonical(row.table, row.after)
             image = after if after is not None else before
             key = {name: image[name] for name in row.table.primary_key}
             values = [
@@ -72,9 +100,10 @@ class ArrowWriter:
                 row.seq,
                 row.ts_ms,
             ]
-        else:
-            image = after if after is not None else before
-            values = [image[c.name] for c in row.table.columns] + [row.op, row.seq, row.ts_ms]
+        else:  # typed columns carry one image: the after-image, or a delete's before-image
+            image = row.after if row.after is not None else row.before
+            values = [canonical_value(c, image.get(c.name)) for c in row.table.columns]
+            values += [row.op, row.seq, row.ts_ms]
         for column, value in zip(columns, values):
             column.append(value)
 

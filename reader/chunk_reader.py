@@ -11,15 +11,17 @@ then read (only the chunks' tables, only their key ranges) and applied by
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import islice
+
+import pyarrow as pa
 
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
-from cdc_source.keys import needs_weight, sort_key, weight_sql
+from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
 from cdc_source.mysql_client import quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
-from cdc_source.sequence import snapshot_seq
-from reader.arrow_output import Emitted
+from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_range import read_changes
 from reader.frontier import READ
 from reader.key_weights import WeightResolver, key_of
@@ -56,11 +58,6 @@ def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
     return f"SELECT {', '.join(expressions)} FROM {schema.quoted} WHERE {where}", params
 
 
-def _lookup(weights: dict[str, bytes]):
-    """The collation weights the SELECT returned beside a row, as a ``WeightLookup``."""
-    return lambda column, _value: bytes(weights[column.name])
-
-
 class ChunkReader:
     def __init__(
         self, task: ChunkTask, connection_kwargs: dict, connect: Callable[..., object]
@@ -70,7 +67,7 @@ class ChunkReader:
         self.connect = connect
         self.weights = WeightResolver(lambda: connect(connection_kwargs))
 
-    def rows(self) -> Iterator[Emitted]:
+    def record_batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
         conn = self.connect(self.connection_kwargs, streaming=True)
         try:
             with conn.cursor() as cur:
@@ -79,7 +76,7 @@ class ChunkReader:
             q = snapshot_position(conn)
             overrides = self._overrides(q)
             for chunk, chunk_overrides in zip(self.task.chunks, overrides):
-                yield from self._read_chunk(conn, chunk, chunk_overrides)
+                yield from self._chunk_batches(conn, chunk, chunk_overrides, writer)
             with conn.cursor() as cur:
                 cur.execute("COMMIT")
         finally:
@@ -124,11 +121,9 @@ class ChunkReader:
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result
 
-    def _selected(self, conn, chunk: ChunkSpec) -> Iterator[tuple[bytes, dict]]:
-        schema: TableSchema = chunk.table
-        names = schema.column_names
-        weighted = [c for c in schema.key_columns if needs_weight(c)]
-        key_positions = [names.index(n) for n in schema.primary_key]
+    def _selected(self, conn, chunk: ChunkSpec) -> Iterator[tuple[bytes, tuple]]:
+        """(sort key, record) of every row the SELECT sees, fetched ``fetch_size`` at a time."""
+        encode = record_key_encoder(chunk.table, chunk.table.column_names)
         query, params = select_sql(chunk)
         with conn.cursor() as cur:
             cur.execute(query, params)
@@ -137,20 +132,29 @@ class ChunkReader:
                 if not fetched:
                     break
                 for record in fetched:
-                    row = dict(zip(names, record))
-                    weights = dict(zip((c.name for c in weighted), record[len(names) :]))
-                    key = tuple(record[i] for i in key_positions)
-                    yield sort_key(schema, key, _lookup(weights)), row
+                    yield encode(record), record
 
-    def _read_chunk(self, conn, chunk: ChunkSpec, overrides: dict) -> Iterator[Emitted]:
+    def _chunk_batches(
+        self, conn, chunk: ChunkSpec, overrides: dict, writer: ArrowWriter
+    ) -> Iterator[pa.RecordBatch]:
+        """The chunk's rows as of P (:func:`reader.normalize.merge`), as Arrow batches of at
+        most ``fetch_size`` rows. SELECT records take the columnar path; the few rows that
+        come from binlog images go through the per-value conversion."""
+        schema: TableSchema = chunk.table
         target = self.task.target
-        file_number = target.file_number
-        for key, row in merge(self._selected(conn, chunk), overrides):
-            yield Emitted(
-                chunk.table,
-                READ,
-                None,
-                row,
-                snapshot_seq(file_number, target.pos, chunk.table_index, key),
-                target.ts,
-            )
+        prefix = f"{target.file_number:06d}.{target.pos:012d}.1.{chunk.table_index:04d}."
+        rows = merge(self._selected(conn, chunk), overrides)
+        while True:
+            group = list(islice(rows, self.task.fetch_size))
+            if not group:
+                break
+            records = [(prefix + key.hex(), row) for key, row in group if type(row) is tuple]
+            if records:
+                seqs, fetched = zip(*records)
+                yield writer.snapshot_batch(schema, list(fetched), list(seqs), target.ts)
+            images = [
+                Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
+                for key, row in group
+                if type(row) is not tuple
+            ]
+            yield from writer.batches(images)

@@ -19,7 +19,6 @@ def run_task(
 ) -> Iterator[pa.RecordBatch]:
     writer = ArrowWriter(tables)
     if isinstance(task, BinlogTask):
-        rows = BinlogReader(task, connection_kwargs, connect).rows()
-    else:
-        rows = ChunkReader(task, connection_kwargs, connect).rows()
-    return writer.batches(rows)
+        return writer.batches(BinlogReader(task, connection_kwargs, connect).rows())
+    batches = ChunkReader(task, connection_kwargs, connect).record_batches(writer)
+    return (batch for batch in batches if batch is not None and batch.num_rows)
