@@ -3,6 +3,7 @@ ever shows the password."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -151,3 +152,30 @@ def test_purged_binlog_stops_the_restart_with_a_clear_error(server, spark, plain
         query.awaitTermination(120)
     message = str(caught.value)
     assert "no longer has" in message and "binlog" in message
+
+
+def test_password_never_appears_in_plans_progress_offsets_or_logs(
+    server, spark, plain_table, tmp_path
+):
+    server.execute(
+        "DROP USER IF EXISTS 'secretive'@'%'",
+        f"CREATE USER 'secretive'@'%' IDENTIFIED BY '{SECRET}'",
+        "GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'secretive'@'%'",
+    )
+    options = server.source_options(plain_table, rf"{plain_table}\.items")
+    options.update(username="secretive", password=SECRET)
+    df = _load(spark, options)
+    plan = df._jdf.queryExecution().toString()
+    run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
+    query = run.start(available_now=True)
+    query.awaitTermination(120)
+    progress = str(query.recentProgress)
+    checkpoint_text = "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "ck").rglob("*") if p.is_file()
+    )
+    state_dir = os.environ.get("CDC_MYSQL_STATE_DIR", "")
+    log_path = os.path.join(state_dir, "coordinator.log")
+    log_text = open(log_path).read() if os.path.exists(log_path) else ""
+    assert "items" in plan and progress and checkpoint_text
+    for text in (plan, progress, checkpoint_text, log_text):
+        assert SECRET not in text
