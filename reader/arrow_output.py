@@ -54,11 +54,12 @@ class ArrowWriter:
         if count:
             yield self._batch(columns)
 
-    def snapshot_batch(
+    def snapshot_batches(
         self, table: TableSchema, records: list[tuple], seqs: list[str], ts_ms: int
-    ) -> pa.RecordBatch:
+    ) -> Iterator[pa.RecordBatch]:
         """Snapshot rows (``op`` 'r') straight from the SELECT's records, column by column:
-        most columns need no per-value Python at all."""
+        most columns need no per-value Python at all. The envelope schema (several tables)
+        takes the per-row path."""
         width = len(table.columns)
         if self.envelope:
             names = table.column_names
@@ -66,9 +67,12 @@ class ArrowWriter:
                 Emitted(table, "r", None, dict(zip(names, record[:width])), seq, ts_ms)
                 for record, seq in zip(records, seqs)
             )
-            return next(self.batches(rows), None) if records else None
+            yield from self.batches(rows)
+            return
+        if not records:
+            return
         count = len(records)
-        columns = list(zip(*records))[:width] if records else [()] * width
+        columns = list(zip(*records))[:width]
         arrays = []
         for column, values, field in zip(table.columns, columns, self.arrow_schema):
             convert = self._converters.get(column.name)
@@ -79,7 +83,7 @@ class ArrowWriter:
         arrays.append(pa.array(["r"] * count, type=pa.string()))
         arrays.append(pa.array(seqs, type=pa.string()))
         arrays.append(pa.array([ts_ms] * count, type=pa.int64()))
-        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
     def _empty(self) -> list[list]:
         return [[] for _ in self.arrow_schema.names]

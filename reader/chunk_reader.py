@@ -151,7 +151,7 @@ class ChunkReader:
             records = [(prefix + key.hex(), row) for key, row in group if type(row) is tuple]
             if records:
                 seqs, fetched = zip(*records)
-                yield writer.snapshot_batch(schema, list(fetched), list(seqs), target.ts)
+                yield from writer.snapshot_batches(schema, list(fetched), list(seqs), target.ts)
             images = [
                 Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
                 for key, row in group

@@ -21,4 +21,4 @@ def run_task(
     if isinstance(task, BinlogTask):
         return writer.batches(BinlogReader(task, connection_kwargs, connect).rows())
     batches = ChunkReader(task, connection_kwargs, connect).record_batches(writer)
-    return (batch for batch in batches if batch is not None and batch.num_rows)
+    return (batch for batch in batches if batch.num_rows)
