@@ -57,13 +57,22 @@ def from_json_value(column: ColumnSpec, value: Any) -> Any:
     if t in ("binary", "varbinary"):
         return bytes.fromhex(value)
     if t == "time":
-        micros = int(value)
-        return dt.timedelta(microseconds=micros)
+        return time_literal(int(value))
     if t == "date":
         return dt.date.fromisoformat(value)
     if t in ("datetime", "timestamp"):
         return dt.datetime.fromisoformat(value)
     return value
+
+
+def time_literal(micros: int) -> str:
+    """A TIME value as SQL text. (PyMySQL spells a negative ``timedelta`` wrongly:
+    -1 s becomes '-1:59:59'.)"""
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    return f"{sign}{hours:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
 
 
 def key_to_json(schema: TableSchema, key: KeyValues) -> list:
@@ -99,7 +108,10 @@ def encode_component(column: ColumnSpec, value: Any, weight: bytes | None = None
         if weight is None:
             raise KeyTypeError(f"key column {column.name!r} needs the server's collation weight")
         return _escaped(weight)
-    if t in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"):
+    if t == "year":
+        year = int(value)
+        return _signed(0 if year == 1900 else year, 9)  # the binlog library reads YEAR 0 as 1900
+    if t in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint"):
         return _signed(int(value), 9)
     if t == "decimal":
         return _signed(_decimal_units(column, value), 30)
@@ -117,6 +129,14 @@ def encode_component(column: ColumnSpec, value: Any, weight: bytes | None = None
     if t == "time":
         if isinstance(value, dt.timedelta):
             value = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+        elif isinstance(value, str):  # a key read back from an offset (time_literal)
+            negative = value.startswith("-")
+            hours, minutes, seconds = value.lstrip("-").split(":")
+            whole, _, fraction = seconds.partition(".")
+            value = ((int(hours) * 60 + int(minutes)) * 60 + int(whole)) * 1_000_000 + int(
+                (fraction or "0").ljust(6, "0")
+            )
+            value = -value if negative else value
         return _signed(int(value), 9)
     if t in ("char", "varchar"):  # binary-collated character strings
         data = value.encode("utf-8") if isinstance(value, str) else bytes(value)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 
 import pyarrow as pa
+import pymysql
 
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
@@ -26,6 +27,10 @@ from reader.binlog_range import read_changes
 from reader.frontier import READ
 from reader.key_weights import WeightResolver, key_of
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
+
+
+class SchemaChangedError(RuntimeError):
+    """A captured table no longer has the columns the query started with."""
 
 
 def snapshot_position(conn) -> BinlogPosition:
@@ -126,7 +131,16 @@ class ChunkReader:
         encode = record_key_encoder(chunk.table, chunk.table.column_names)
         query, params = select_sql(chunk)
         with conn.cursor() as cur:
-            cur.execute(query, params)
+            try:
+                cur.execute(query, params)
+            except pymysql.err.OperationalError as err:
+                if err.args and err.args[0] == 1054:  # unknown column
+                    raise SchemaChangedError(
+                        f"{chunk.table.name} lost a column since the query started "
+                        f"({err.args[1]}); the output schema is fixed per query: start a new "
+                        "query with a new checkpoint location to snapshot the new shape"
+                    ) from None
+                raise
             while True:
                 fetched = cur.fetchmany(self.task.fetch_size)
                 if not fetched:

@@ -10,6 +10,7 @@ import pytest
 
 from cdc_source import inspect
 from cdc_source.key_sql import key_range
+from cdc_source.keys import key_from_json, key_to_json, time_literal
 from cdc_source.mysql_client import connect
 from cdc_source.options import parse_options
 from cdc_source.preflight import check_tables
@@ -38,7 +39,7 @@ def _chunk_sizes(server, options: dict[str, str]) -> list[int]:
                 sizes.append(cur.fetchone()[0])
             if hi is None:
                 return sizes
-            lo = hi
+            lo = key_from_json(table, key_to_json(table, hi))  # as the offset carries it
     finally:
         conn.close()
 
@@ -58,6 +59,7 @@ KEY_KINDS = {
         lambda i: (["x", "Y", "z "][i % 3], i // 3 if i < 600 else 10**8 + i),
     ),
     "binary": ("k VARBINARY(16) PRIMARY KEY", lambda i: (i.to_bytes(4, "big") + b"\0" * (i % 3),)),
+    "negative_time": ("k TIME(6) PRIMARY KEY", lambda i: (time_literal((i - 500) * 1_000_003),)),
     "datetime": (
         "k DATETIME(6) PRIMARY KEY",
         lambda i: (f"2020-01-01 00:00:{i % 60:02d}.{i:06d}",),

