@@ -248,7 +248,13 @@ class _Driver:
             slots = min(max(1, ids.size - 1), self.options.snapshot_parallelism)
             groups = _spread(chunks, min(len(chunks), slots))
             for i, group in enumerate(groups):
-                task = ChunkTask(group, end.binlog, ids.first + 1 + i, self.options.fetch_size)
+                task = ChunkTask(
+                    group,
+                    end.binlog,
+                    ids.first + 1 + i,
+                    self.options.fetch_size,
+                    self.options.snapshot_client,
+                )
                 parts.append(CdcPartition(task))
         return parts
 

@@ -170,17 +170,20 @@ _INT_OFFSET = 1 << 71  # _signed(value, 9)
 
 
 def record_key_encoder(
-    schema: TableSchema, column_names: tuple[str, ...]
+    schema: TableSchema,
+    column_names: tuple[str, ...],
+    parse: Callable[[ColumnSpec, Any], Any] | None = None,
 ) -> Callable[[tuple], bytes]:
     """Sort key of a SELECT record whose columns are ``column_names`` followed by one
     collation weight per collated key column (as ``weight_sql`` selects them).
+    ``parse`` turns a fetched value into the typed value (for clients returning text).
 
     Built once per chunk: a single integer key (the common case) is encoded inline."""
     positions = [column_names.index(name) for name in schema.primary_key]
     key_columns = schema.key_columns
     if len(key_columns) == 1 and key_columns[0].data_type in _INT_TYPES:
         (position,) = positions
-        return lambda record: (record[position] + _INT_OFFSET).to_bytes(9, "big")
+        return lambda record: (int(record[position]) + _INT_OFFSET).to_bytes(9, "big")
     weight_positions = {}
     next_weight = len(column_names)
     for column in key_columns:
@@ -192,7 +195,7 @@ def record_key_encoder(
         return b"".join(
             encode_component(
                 column,
-                record[position],
+                record[position] if parse is None else parse(column, record[position]),
                 bytes(record[weight_positions[column.name]])
                 if column.name in weight_positions
                 else None,

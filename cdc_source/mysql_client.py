@@ -54,8 +54,8 @@ def read_head(conn) -> tuple[str, int, str, int]:
     """The binlog head: (file, position, executed GTID set or '', wall-clock ms)."""
     with conn.cursor() as cur:
         try:
-            cur.execute("SHOW BINARY LOG STATUS")
-        except pymysql.err.ProgrammingError:
+            cur.execute("SHOW BINARY LOG STATUS")  # MySQL >= 8.2
+        except Exception:  # older servers: a syntax error, from whichever client
             cur.execute("SHOW MASTER STATUS")
         row = cur.fetchone()
     if not row:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 STARTUP_MODES = ("initial", "latest-offset")
+SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 
 DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_CHUNKS_PER_BATCH = 16
@@ -36,6 +37,10 @@ OPTION_DOCS: dict[str, str] = {
         f"snapshot chunks planned per micro-batch, default {DEFAULT_CHUNKS_PER_BATCH}"
     ),
     "scan.snapshot.fetch.size": f"rows fetched per round trip, default {DEFAULT_FETCH_SIZE}",
+    "scan.snapshot.client": (
+        "auto (mysqlclient where installed, else PyMySQL), mysqlclient or pymysql: the "
+        "client snapshot tasks read chunks with"
+    ),
     "scan.snapshot.parallelism": (
         f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
         f"default {DEFAULT_SNAPSHOT_PARALLELISM}; set it to the executor cores"
@@ -78,6 +83,7 @@ class SourceOptions:
     chunks_per_batch: int = DEFAULT_CHUNKS_PER_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
     snapshot_parallelism: int = DEFAULT_SNAPSHOT_PARALLELISM
+    snapshot_client: str = "auto"
     connect_timeout: int = 30
 
     def connection_kwargs(self) -> dict:
@@ -180,6 +186,12 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         raise OptionError(
             f"option 'scan.startup.mode' must be one of {', '.join(STARTUP_MODES)}, got '{mode}'"
         )
+    client = options.get("scan.snapshot.client", "auto")
+    if client not in SNAPSHOT_CLIENTS:
+        raise OptionError(
+            f"option 'scan.snapshot.client' must be one of {', '.join(SNAPSHOT_CLIENTS)}, "
+            f"got '{client}'"
+        )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
     time_zone = options.get("server-time-zone", "UTC")
@@ -208,4 +220,5 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             options, "scan.snapshot.parallelism", DEFAULT_SNAPSHOT_PARALLELISM
         ),
         connect_timeout=_positive_int(options, "connect.timeout", 30),
+        snapshot_client=client,
     )

@@ -30,6 +30,7 @@ class ChunkTask:
     target: BinlogPosition
     server_id: int
     fetch_size: int
+    client: str = "auto"  # scan.snapshot.client
 
 
 @dataclass(frozen=True)

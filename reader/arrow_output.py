@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from cdc_source.catalog import TableSchema
 from cdc_source.output_schema import is_envelope, output_schema
 from cdc_source.types import canonical_value, json_default, row_json, snapshot_converter
+from reader.text_columns import text_column_to_arrow, text_to_python
 
 ROWS_PER_BATCH = 8192
 
@@ -55,16 +56,32 @@ class ArrowWriter:
             yield self._batch(columns)
 
     def snapshot_batches(
-        self, table: TableSchema, records: list[tuple], seqs: list[str], ts_ms: int
+        self,
+        table: TableSchema,
+        records: list[tuple],
+        seqs: list[str],
+        ts_ms: int,
+        text: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Snapshot rows (``op`` 'r') straight from the SELECT's records, column by column:
-        most columns need no per-value Python at all. The envelope schema (several tables)
-        takes the per-row path."""
+        most columns need no per-value Python at all. ``text``: the records hold the
+        server's unconverted text (a C client), cast by Arrow. The envelope schema
+        (several tables) takes the per-row path."""
         width = len(table.columns)
         if self.envelope:
             names = table.column_names
+            columns = table.columns
             rows = (
-                Emitted(table, "r", None, dict(zip(names, record[:width])), seq, ts_ms)
+                Emitted(
+                    table,
+                    "r",
+                    None,
+                    dict(zip(names, (text_to_python(c, v) for c, v in zip(columns, record))))
+                    if text
+                    else dict(zip(names, record[:width])),
+                    seq,
+                    ts_ms,
+                )
                 for record, seq in zip(records, seqs)
             )
             yield from self.batches(rows)
@@ -75,6 +92,9 @@ class ArrowWriter:
         columns = list(zip(*records))[:width]
         arrays = []
         for column, values, field in zip(table.columns, columns, self.arrow_schema):
+            if text:
+                arrays.append(text_column_to_arrow(column, list(values), field.type))
+                continue
             convert = self._converters.get(column.name)
             if convert is None:
                 convert = self._converters[column.name] = (snapshot_converter(column),)

@@ -27,6 +27,8 @@ from reader.binlog_range import read_changes
 from reader.frontier import READ
 from reader.key_weights import WeightResolver, key_of
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
+from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
+from reader.text_columns import text_to_python
 
 
 class SchemaChangedError(RuntimeError):
@@ -73,7 +75,7 @@ class ChunkReader:
         self.weights = WeightResolver(lambda: connect(connection_kwargs))
 
     def record_batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
-        conn = self.connect(self.connection_kwargs, streaming=True)
+        conn = open_snapshot_connection(self.connection_kwargs, self.task.client, self.connect)
         try:
             with conn.cursor() as cur:
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -126,9 +128,13 @@ class ChunkReader:
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result
 
-    def _selected(self, conn, chunk: ChunkSpec) -> Iterator[tuple[bytes, tuple]]:
+    def _selected(
+        self, conn: SnapshotConnection, chunk: ChunkSpec
+    ) -> Iterator[tuple[bytes, tuple]]:
         """(sort key, record) of every row the SELECT sees, fetched ``fetch_size`` at a time."""
-        encode = record_key_encoder(chunk.table, chunk.table.column_names)
+        encode = record_key_encoder(
+            chunk.table, chunk.table.column_names, text_to_python if conn.text else None
+        )
         query, params = select_sql(chunk)
         with conn.cursor() as cur:
             try:
@@ -165,7 +171,9 @@ class ChunkReader:
             records = [(prefix + key.hex(), row) for key, row in group if type(row) is tuple]
             if records:
                 seqs, fetched = zip(*records)
-                yield from writer.snapshot_batches(schema, list(fetched), list(seqs), target.ts)
+                yield from writer.snapshot_batches(
+                    schema, list(fetched), list(seqs), target.ts, text=conn.text
+                )
             images = [
                 Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
                 for key, row in group

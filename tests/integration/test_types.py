@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import pytest
+
 from tests.integration.streams import StreamRun, read_output
 
 COLUMNS = """
@@ -113,15 +115,17 @@ ROWS = [
 ]
 
 
-def test_every_type_has_the_same_value_from_snapshot_and_binlog(server, spark, tmp_path):
-    database = server.fresh_database("types_db")
+@pytest.mark.parametrize("client", ["pymysql", "mysqlclient"])
+def test_every_type_has_the_same_value_from_snapshot_and_binlog(server, spark, tmp_path, client):
+    """Both snapshot clients (PyMySQL's parsed values, mysqlclient's text cast by Arrow)
+    give the binlog's values."""
+    database = server.fresh_database(f"types_{client}")
     server.execute(f"CREATE TABLE t ({COLUMNS})", database=database)
     placeholders = ", ".join(["%s"] * len(NAMES))
     with server.admin(database) as conn, conn.cursor() as cur:
         cur.executemany(f"INSERT INTO t VALUES ({placeholders})", ROWS)
-    run = StreamRun(
-        spark, server.source_options(database, rf"{database}\.t"), tmp_path / "ck", tmp_path / "out"
-    )
+    options = server.source_options(database, rf"{database}\.t", **{"scan.snapshot.client": client})
+    run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
     run.run_to_end()  # the snapshot
     with server.admin(database) as conn, conn.cursor() as cur:
         cur.executemany(

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.keys import time_literal
 from cdc_source.output_schema import output_schema
 from cdc_source.types import canonical_value, snapshot_converter
 from reader.arrow_output import ArrowWriter, Emitted
@@ -107,3 +108,28 @@ def test_typed_delete_carries_the_before_image():
     (batch,) = writer.batches([Emitted(TABLE, "d", before, None, "s", 1)])
     row = batch.to_pylist()[0]
     assert row["_op"] == "d" and row["id"] == 7 and row["name"] == "Grüße"
+
+
+def _text_form(value):
+    """How the server prints a value in the text protocol (what mysqlclient hands over)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, dt.timedelta):
+        return time_literal(value // dt.timedelta(microseconds=1)).encode()
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ").encode()
+    return str(value).encode()
+
+
+def test_text_records_give_the_same_batch_as_parsed_records():
+    """mysqlclient's unconverted text, cast by Arrow, equals PyMySQL's parsed values."""
+    text_record = tuple(_text_form(v) for v in RECORD)
+    text_nulls = tuple(_text_form(v) for v in NULLS)
+    parsed = next(ArrowWriter([TABLE]).snapshot_batches(TABLE, [RECORD, NULLS], ["a", "b"], 5))
+    text = next(
+        ArrowWriter([TABLE]).snapshot_batches(
+            TABLE, [text_record, text_nulls], ["a", "b"], 5, text=True
+        )
+    )
+    assert text.to_pylist() == parsed.to_pylist()
+    assert text.schema == parsed.schema
