@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 
 import pyarrow as pa
-import pymysql
 
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
@@ -128,18 +127,13 @@ class ChunkReader:
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result
 
-    def _selected(
-        self, conn: SnapshotConnection, chunk: ChunkSpec
-    ) -> Iterator[tuple[bytes, tuple]]:
-        """(sort key, record) of every row the SELECT sees, fetched ``fetch_size`` at a time."""
-        encode = record_key_encoder(
-            chunk.table, chunk.table.column_names, text_to_python if conn.text else None
-        )
+    def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[tuple]]:
+        """The SELECT's records, ``fetch_size`` at a time."""
         query, params = select_sql(chunk)
         with conn.cursor() as cur:
             try:
                 cur.execute(query, params)
-            except pymysql.err.OperationalError as err:
+            except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
                 if err.args and err.args[0] == 1054:  # unknown column
                     raise SchemaChangedError(
                         f"{chunk.table.name} lost a column since the query started "
@@ -150,12 +144,11 @@ class ChunkReader:
             while True:
                 fetched = cur.fetchmany(self.task.fetch_size)
                 if not fetched:
-                    break
-                for record in fetched:
-                    yield encode(record), record
+                    return
+                yield list(fetched)
 
     def _chunk_batches(
-        self, conn, chunk: ChunkSpec, overrides: dict, writer: ArrowWriter
+        self, conn: SnapshotConnection, chunk: ChunkSpec, overrides: dict, writer: ArrowWriter
     ) -> Iterator[pa.RecordBatch]:
         """The chunk's rows as of P (:func:`reader.normalize.merge`), as Arrow batches of at
         most ``fetch_size`` rows. SELECT records take the columnar path; the few rows that
@@ -163,7 +156,18 @@ class ChunkReader:
         schema: TableSchema = chunk.table
         target = self.task.target
         prefix = f"{target.file_number:06d}.{target.pos:012d}.1.{chunk.table_index:04d}."
-        rows = merge(self._selected(conn, chunk), overrides)
+        encode = record_key_encoder(
+            schema, schema.column_names, text_to_python if conn.text else None
+        )
+        if not overrides:  # nothing changed since P: merge is the identity, stay in bulk
+            for fetched in self._fetches(conn, chunk):
+                seqs = [prefix + encode(record).hex() for record in fetched]
+                yield from writer.snapshot_batches(schema, fetched, seqs, target.ts, conn.text)
+            return
+        selected = (
+            (encode(record), record) for fetched in self._fetches(conn, chunk) for record in fetched
+        )
+        rows = merge(selected, overrides)
         while True:
             group = list(islice(rows, self.task.fetch_size))
             if not group:
