@@ -113,8 +113,13 @@ def read_changes(
     start: BinlogPosition,
     end: BinlogPosition,
     tables: set[str],
+    watched: set[str] | None = None,
 ) -> Iterator[RowChange]:
-    """Yield the row changes of ``tables`` in ``(start, end]``, in binlog order."""
+    """Yield the row changes of ``tables`` in ``(start, end]``, in binlog order.
+
+    Rows of other tables are skipped before they are decoded. ``watched`` (default:
+    ``tables``) are the tables whose TRUNCATE/DROP stops the read with an error."""
+    watched = tables if watched is None else watched
     binlog_decoding.install()
     end_coordinates = end.coordinates
     if start.coordinates >= end_coordinates:
@@ -145,7 +150,7 @@ def read_changes(
                 break
             reached = current
             if isinstance(event, QueryEvent):
-                _check_statement(event, tables)
+                _check_statement(event, watched)
                 continue
             table = f"{event.schema}.{event.table}"
             if table not in tables:

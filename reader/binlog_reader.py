@@ -39,12 +39,17 @@ class BinlogReader:
     def rows(self) -> Iterator[Emitted]:
         try:
             ownership = self._ownership()
+            # Tables the stream owns nothing of yet are skipped before their rows are
+            # decoded: the snapshot will read them later as of a later position.
+            owned = {name for name in self.tables if ownership.may_own(name)}
+            if not owned:
+                return
             changes = read_changes(
                 self.connection_kwargs,
                 self.task.server_id,
                 self.task.start,
                 self.task.end,
-                set(self.tables),
+                owned,
             )
             while True:
                 round_ = list(islice(changes, CHANGES_PER_ROUND))

@@ -25,6 +25,12 @@ class Ownership:
         """Whether deciding ownership for ``table`` requires the key's sort bytes."""
         return self.table is not None and table == self.table and self.after_key is not None
 
+    def may_own(self, table: str) -> bool:
+        """Whether any key of ``table`` is owned (so its row events must be decoded)."""
+        if self.table is None or table < self.table:
+            return True
+        return table == self.table and self.after_key is not None
+
     def owns(self, table: str, key: bytes | None) -> bool:
         if self.table is None or table < self.table:
             return True

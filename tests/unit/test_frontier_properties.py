@@ -191,3 +191,15 @@ def test_consumer_reproduces_the_owned_part(frontier, history):
         ops = emitted_ops(frontier, table, before_key, after_key, has_before, has_after, same_key)
         apply_ops(consumer, table, before_key, after_key, after, ops)
     assert consumer == owned_part(final)
+
+
+@given(
+    st.sampled_from(["a.t", "b.t", "c.t"]),
+    st.one_of(st.none(), st.binary(min_size=1, max_size=3)),
+    st.sampled_from(["a.t", "b.t", "c.t"]),
+    st.binary(min_size=1, max_size=3),
+)
+def test_tables_not_decoded_are_exactly_those_with_nothing_owned(frontier, after, table, key):
+    ownership = Ownership(frontier, after)
+    if not ownership.may_own(table):
+        assert not ownership.owns(table, key)
