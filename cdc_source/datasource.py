@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from cdc_source.offsets import (
     BinlogPosition,
     SnapshotCursor,
     SourceOffset,
+    owns_any_of,
     same_progress,
     table_fingerprint,
 )
@@ -169,7 +169,6 @@ class _Driver:
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self.checked_files: set[str] = set()
-        self.last_plan_time = time.monotonic()
 
     @property
     def conn(self):
@@ -236,9 +235,9 @@ class _Driver:
             and end.binlog is not None
             and (start.binlog.coordinates < end.binlog.coordinates)
         ):
-            task = BinlogTask(
-                start.binlog, end.binlog, tuple(self.tables), start.snapshot, ids.first
-            )
+            # Only the tables the stream owns any of travel (partitions stay small).
+            owned = tuple(t for t in self.tables if owns_any_of(start.snapshot, t.name))
+            task = BinlogTask(start.binlog, end.binlog, owned, start.snapshot, ids.first)
             parts.append(CdcPartition(task))
         chunks = self.planner.chunks_between(start, end)
         if chunks:

@@ -144,6 +144,13 @@ class SourceOffset:
         return f"snapshot of {self.snapshot.table} {after}, {where}"
 
 
+def owns_any_of(cursor: SnapshotCursor | None, table: str) -> bool:
+    """Whether the stream owns any key of ``table`` at an offset with this cursor."""
+    if cursor is None or table < cursor.table:
+        return True
+    return table == cursor.table and cursor.after is not None
+
+
 def same_progress(a: SourceOffset, b: SourceOffset) -> bool:
     """True when two offsets cover the same data (the observation time ``ts`` aside)."""
     pos_a = None if a.binlog is None else (a.binlog.file, a.binlog.pos)
