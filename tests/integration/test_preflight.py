@@ -27,6 +27,18 @@ def _error_of(spark, options) -> str:
     return str(caught.value)
 
 
+def _account_options(server, database: str, user: str, grants: str) -> dict[str, str]:
+    """Source options for a new account with exactly ``grants`` and the secret password."""
+    server.execute(
+        f"DROP USER IF EXISTS '{user}'@'%'",
+        f"CREATE USER '{user}'@'%' IDENTIFIED BY '{SECRET}'",
+        f"GRANT {grants} ON *.* TO '{user}'@'%'",
+    )
+    options = server.source_options(database, rf"{database}\.items")
+    options.update(username=user, password=SECRET)
+    return options
+
+
 @pytest.fixture(scope="module")
 def plain_table(server):
     database = server.fresh_database("preflight_db")
@@ -76,26 +88,16 @@ def test_wrong_binlog_setting_names_the_setting_to_change(
 
 
 def test_missing_replication_privilege_says_what_to_grant(server, spark, plain_table):
-    server.execute(
-        "DROP USER IF EXISTS 'noslave'@'%'",
-        f"CREATE USER 'noslave'@'%' IDENTIFIED BY '{SECRET}'",
-        "GRANT SELECT, REPLICATION CLIENT ON *.* TO 'noslave'@'%'",
-    )
-    options = server.source_options(plain_table, rf"{plain_table}\.items")
-    options.update(username="noslave", password=SECRET)
+    options = _account_options(server, plain_table, "noslave", "SELECT, REPLICATION CLIENT")
     message = _error_of(spark, options)
     assert "REPLICATION SLAVE" in message and "GRANT" in message
     assert SECRET not in message
 
 
 def test_missing_select_privilege_is_explained(server, spark, plain_table):
-    server.execute(
-        "DROP USER IF EXISTS 'noselect'@'%'",
-        f"CREATE USER 'noselect'@'%' IDENTIFIED BY '{SECRET}'",
-        "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'noselect'@'%'",
+    options = _account_options(
+        server, plain_table, "noselect", "REPLICATION SLAVE, REPLICATION CLIENT"
     )
-    options = server.source_options(plain_table, rf"{plain_table}\.items")
-    options.update(username="noselect", password=SECRET)
     message = _error_of(spark, options)
     assert "SELECT" in message and SECRET not in message
 
@@ -157,13 +159,9 @@ def test_purged_binlog_stops_the_restart_with_a_clear_error(server, spark, plain
 def test_password_never_appears_in_plans_progress_offsets_or_logs(
     server, spark, plain_table, tmp_path
 ):
-    server.execute(
-        "DROP USER IF EXISTS 'secretive'@'%'",
-        f"CREATE USER 'secretive'@'%' IDENTIFIED BY '{SECRET}'",
-        "GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'secretive'@'%'",
+    options = _account_options(
+        server, plain_table, "secretive", "SELECT, REPLICATION SLAVE, REPLICATION CLIENT"
     )
-    options = server.source_options(plain_table, rf"{plain_table}\.items")
-    options.update(username="secretive", password=SECRET)
     df = _load(spark, options)
     plan = df._jdf.queryExecution().toString()
     run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
