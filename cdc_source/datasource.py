@@ -230,6 +230,8 @@ class _Driver:
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
         parts: list[CdcPartition] = []
+        # Server ids: binlog tasks first, then snapshot tasks; never more tasks than ids.
+        binlog_tasks = min(self.options.binlog_parallelism, ids.size - 1)
         if (
             start.binlog is not None
             and end.binlog is not None
@@ -237,20 +239,29 @@ class _Driver:
         ):
             # Only the tables the stream owns any of travel (partitions stay small).
             owned = tuple(t for t in self.tables if owns_any_of(start.snapshot, t.name))
-            task = BinlogTask(start.binlog, end.binlog, owned, start.snapshot, ids.first)
-            parts.append(CdcPartition(task))
+            for slot in range(binlog_tasks):
+                task = BinlogTask(
+                    start.binlog,
+                    end.binlog,
+                    owned,
+                    start.snapshot,
+                    ids.first + slot,
+                    binlog_tasks,
+                    slot,
+                )
+                parts.append(CdcPartition(task))
         chunks = self.planner.chunks_between(start, end)
         if chunks:
             # Few tasks, each reading several chunks in one consistent snapshot: every chunk
             # task decodes the binlog from the planned position to its snapshot, so more
             # tasks than cores only multiply that work and widen the windows.
-            slots = min(max(1, ids.size - 1), self.options.snapshot_parallelism)
+            slots = min(ids.size - binlog_tasks, self.options.snapshot_parallelism)
             groups = _spread(chunks, min(len(chunks), slots))
             for i, group in enumerate(groups):
                 task = ChunkTask(
                     group,
                     end.binlog,
-                    ids.first + 1 + i,
+                    ids.first + binlog_tasks + i,
                     self.options.fetch_size,
                     self.options.snapshot_client,
                 )

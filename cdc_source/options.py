@@ -17,6 +17,7 @@ DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_CHUNKS_PER_BATCH = 64
 DEFAULT_FETCH_SIZE = 4096
 DEFAULT_SNAPSHOT_PARALLELISM = 2
+DEFAULT_BINLOG_PARALLELISM = 2
 DEFAULT_SERVER_ID_RANGE = "5400-5431"
 LOOPBACK_HOSTS = ("localhost", "::1")
 
@@ -40,6 +41,10 @@ OPTION_DOCS: dict[str, str] = {
     "scan.snapshot.client": (
         "auto (mysqlclient where installed, else PyMySQL), mysqlclient or pymysql: the "
         "client snapshot tasks read chunks with"
+    ),
+    "scan.binlog.parallelism": (
+        f"binlog tasks per micro-batch, default {DEFAULT_BINLOG_PARALLELISM}: each reads the "
+        "batch's binlog range and decodes every n-th row event (decoding is the cost)"
     ),
     "scan.snapshot.parallelism": (
         f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
@@ -84,6 +89,7 @@ class SourceOptions:
     fetch_size: int = DEFAULT_FETCH_SIZE
     snapshot_parallelism: int = DEFAULT_SNAPSHOT_PARALLELISM
     snapshot_client: str = "auto"
+    binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     connect_timeout: int = 30
 
     def connection_kwargs(self) -> dict:
@@ -221,4 +227,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         ),
         connect_timeout=_positive_int(options, "connect.timeout", 30),
         snapshot_client=client,
+        binlog_parallelism=_positive_int(
+            options, "scan.binlog.parallelism", DEFAULT_BINLOG_PARALLELISM
+        ),
     )

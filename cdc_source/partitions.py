@@ -42,3 +42,5 @@ class BinlogTask:
     tables: tuple[TableSchema, ...]
     owned_at: SnapshotCursor | None
     server_id: int
+    stride: int = 1  # this task decodes the row events whose ordinal % stride == slot
+    slot: int = 0

@@ -114,11 +114,18 @@ def read_changes(
     end: BinlogPosition,
     tables: set[str],
     watched: set[str] | None = None,
+    stride: int = 1,
+    slot: int = 0,
 ) -> Iterator[RowChange]:
     """Yield the row changes of ``tables`` in ``(start, end]``, in binlog order.
 
     Rows of other tables are skipped before they are decoded. ``watched`` (default:
-    ``tables``) are the tables whose TRUNCATE/DROP stops the read with an error."""
+    ``tables``) are the tables whose TRUNCATE/DROP stops the read with an error.
+
+    ``stride``/``slot``: decode only the row events whose ordinal (among the row events of
+    ``tables`` in the range) is ``slot`` modulo ``stride``. The library decodes rows
+    lazily and reading past an event costs almost nothing next to decoding it, so
+    ``stride`` readers of one range split the decoding work between them."""
     watched = tables if watched is None else watched
     binlog_decoding.install()
     end_coordinates = end.coordinates
@@ -140,6 +147,7 @@ def read_changes(
         freeze_schema=True,
     )
     reached = start.coordinates
+    ordinal = -1
     try:
         for event in stream:
             current = (_file_number(stream.log_file), stream.log_pos)
@@ -154,6 +162,9 @@ def read_changes(
                 continue
             table = f"{event.schema}.{event.table}"
             if table not in tables:
+                continue
+            ordinal += 1
+            if ordinal % stride != slot:
                 continue
             ts_ms = int(event.timestamp) * 1000
             for index, row in enumerate(event.rows):

@@ -50,6 +50,8 @@ class BinlogReader:
                 self.task.start,
                 self.task.end,
                 owned,
+                stride=self.task.stride,
+                slot=self.task.slot,
             )
             while True:
                 round_ = list(islice(changes, CHANGES_PER_ROUND))
