@@ -18,5 +18,11 @@ def binlog_seq(file_number: int, end_pos: int, row_index: int, part: int = 0) ->
     return f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}.{row_index:08d}.{part}"
 
 
+def snapshot_seq_prefix(file_number: int, pos: int, table_index: int) -> str:
+    """The part of a snapshot row's ``_seq`` shared by a whole chunk; the row's own part
+    is its order-preserving key bytes in hex (see :func:`snapshot_seq`)."""
+    return f"{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}."
+
+
 def snapshot_seq(file_number: int, pos: int, table_index: int, key_bytes: bytes) -> str:
-    return f"{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}.{key_bytes.hex()}"
+    return snapshot_seq_prefix(file_number, pos, table_index) + key_bytes.hex()

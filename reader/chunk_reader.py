@@ -21,6 +21,7 @@ from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
 from cdc_source.mysql_client import quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
+from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_range import read_changes
 from reader.frontier import READ
@@ -155,7 +156,7 @@ class ChunkReader:
         come from binlog images go through the per-value conversion."""
         schema: TableSchema = chunk.table
         target = self.task.target
-        prefix = f"{target.file_number:06d}.{target.pos:012d}.1.{chunk.table_index:04d}."
+        prefix = snapshot_seq_prefix(target.file_number, target.pos, chunk.table_index)
         encode = record_key_encoder(
             schema, schema.column_names, text_to_python if conn.text else None
         )

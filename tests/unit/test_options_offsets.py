@@ -340,3 +340,13 @@ def test_destructive_statements(query, expected):
 )
 def test_non_destructive_statements(query):
     assert destructive_targets(query, "shop") == ("", [])
+
+
+def test_seq_orders_binlog_events_before_the_snapshot_rows_at_their_position():
+    from cdc_source.sequence import binlog_seq, snapshot_seq
+
+    at_p = snapshot_seq(1, 5000, 0, b"\x00\x01")
+    assert binlog_seq(1, 4999, 7) < binlog_seq(1, 5000, 0, 1) < at_p < binlog_seq(1, 5001, 0)
+    assert at_p < snapshot_seq(1, 5000, 0, b"\x00\x02") < snapshot_seq(1, 5000, 1, b"\x00")
+    assert binlog_seq(1, 5000, 3, 0) < binlog_seq(1, 5000, 3, 1)  # key change: d before c
+    assert snapshot_seq(1, 999999, 0, b"\xff") < binlog_seq(2, 4, 0)  # next binlog file
