@@ -81,14 +81,8 @@ class BinlogReader:
         result: dict[int, tuple[bytes | None, bytes | None]] = {}
         for table, indexes in needing.items():
             schema: TableSchema = self.tables[table]
-            keys = [key_of(schema, changes[i].before) for i in indexes] + [
-                key_of(schema, changes[i].after) for i in indexes
-            ]
-            encoded = iter(self.weights.sort_keys(schema, [k for k in keys if k is not None]))
-            resolved = [next(encoded) if k is not None else None for k in keys]
-            n = len(indexes)
-            for j, i in enumerate(indexes):
-                result[i] = (resolved[j], resolved[n + j])
+            images = [(changes[i].before, changes[i].after) for i in indexes]
+            result.update(zip(indexes, self.weights.image_sort_keys(schema, images)))
         return result
 
     def _emit(self, ownership: Ownership, changes: list[RowChange]) -> Iterator[Emitted]:

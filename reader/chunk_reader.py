@@ -25,7 +25,7 @@ from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_range import read_changes
 from reader.frontier import READ
-from reader.key_weights import WeightResolver, key_of
+from reader.key_weights import WeightResolver
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
 from reader.text_columns import text_to_python
@@ -91,10 +91,7 @@ class ChunkReader:
             self.weights.close()
 
     def _bounds(self, chunk: ChunkSpec) -> tuple[bytes | None, bytes | None]:
-        keys = [k for k in (chunk.lo, chunk.hi) if k is not None]
-        encoded = iter(self.weights.sort_keys(chunk.table, keys))
-        lo = next(encoded) if chunk.lo is not None else None
-        hi = next(encoded) if chunk.hi is not None else None
+        lo, hi = self.weights.optional_sort_keys(chunk.table, [chunk.lo, chunk.hi])
         return lo, hi
 
     def _overrides(self, q: BinlogPosition) -> list[dict]:
@@ -110,16 +107,10 @@ class ChunkReader:
         )
         for name, schema in tables.items():
             changes = [c for c in raw if c.table == name]
-            keys = [key_of(schema, c.before) for c in changes] + [
-                key_of(schema, c.after) for c in changes
-            ]
-            present = [k for k in keys if k is not None]
-            encoded = iter(self.weights.sort_keys(schema, present))
-            sort_keys = [next(encoded) if k is not None else None for k in keys]
-            n = len(changes)
+            pairs = self.weights.image_sort_keys(schema, [(c.before, c.after) for c in changes])
             keyed[name] = [
-                KeyedChange(sort_keys[i], c.before, sort_keys[n + i], c.after)
-                for i, c in enumerate(changes)
+                KeyedChange(before_key, c.before, after_key, c.after)
+                for (before_key, after_key), c in zip(pairs, changes)
             ]
         result = []
         build = undo_overrides if undo else redo_overrides

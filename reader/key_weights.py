@@ -62,6 +62,20 @@ class WeightResolver:
             self.prefetch((c, key[i]) for key in keys for i, c in weighted)
         return [sort_key(schema, key, self.weight) for key in keys]
 
+    def optional_sort_keys(self, schema: TableSchema, keys: list[tuple | None]) -> list:
+        """Like :meth:`sort_keys`, with ``None`` kept in place (an absent image or bound)."""
+        encoded = iter(self.sort_keys(schema, [k for k in keys if k is not None]))
+        return [None if k is None else next(encoded) for k in keys]
+
+    def image_sort_keys(
+        self, schema: TableSchema, images: list[tuple[dict | None, dict | None]]
+    ) -> list[tuple[bytes | None, bytes | None]]:
+        """(before, after) sort keys of many row changes of one table, in one round trip."""
+        flat = self.optional_sort_keys(
+            schema, [key_of(schema, image) for pair in images for image in pair]
+        )
+        return list(zip(flat[0::2], flat[1::2]))
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
