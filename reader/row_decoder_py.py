@@ -1,0 +1,337 @@
+"""The pure-Python row decoder: the reference the C extension (``reader._rowdecoder``)
+is tested against, and the decoder used where the extension is not built.
+
+Both take the row data of one rows event and append its images to per-column builders;
+:meth:`PyRowSink.take` returns them as Arrow arrays. Every read is bounds-checked: bad
+bytes raise :class:`RowDecodeError`, never an IndexError or a wrong value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+
+import pyarrow as pa
+
+from reader.row_plan import (
+    K_BIT,
+    K_DATE,
+    K_DATETIME,
+    K_DATETIME2,
+    K_DECIMAL,
+    K_DOUBLE,
+    K_ENUM,
+    K_FLOAT,
+    K_SET,
+    K_SINT,
+    K_TIME,
+    K_TIME2,
+    K_TIMESTAMP,
+    K_TIMESTAMP2,
+    K_UINT,
+    K_VAR,
+    K_YEAR,
+    MAX_DECIMAL128,
+    arrow_type,
+)
+
+WRITE, UPDATE, DELETE = 0, 1, 2
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+class RowDecodeError(ValueError):
+    """A row image that cannot be decoded exactly (bad bytes, or a partial image)."""
+
+
+class PartialJsonError(RowDecodeError):
+    """A PARTIAL_UPDATE_ROWS after-image holds a JSON diff instead of the whole value."""
+
+
+class _Reader:
+    __slots__ = ("data", "pos", "end")
+
+    def __init__(self, data: bytes, pos: int, end: int) -> None:
+        if not 0 <= pos <= end <= len(data):
+            raise RowDecodeError(f"row data bounds {pos}..{end} outside {len(data)} bytes")
+        self.data, self.pos, self.end = data, pos, end
+
+    def take(self, size: int) -> bytes:
+        if self.pos + size > self.end:
+            raise RowDecodeError(f"row image needs {size} bytes at {self.pos}, past {self.end}")
+        start = self.pos
+        self.pos += size
+        return self.data[start : self.pos]
+
+    def uint(self, size: int) -> int:
+        return int.from_bytes(self.take(size), "little")
+
+    def lenenc(self) -> int:
+        first = self.uint(1)
+        if first < 0xFB:
+            return first
+        if first == 0xFB or first == 0xFF:
+            raise RowDecodeError(f"invalid length-encoded integer {first:#x}")
+        return self.uint({0xFC: 2, 0xFD: 3, 0xFE: 8}[first])
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    whole = precision - scale
+    return whole // 9 * 4 + _DIG2BYTES[whole % 9] + scale // 9 * 4 + _DIG2BYTES[scale % 9]
+
+
+def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, int]:
+    """MySQL's binary DECIMAL (``bin2decimal``): big-endian groups of 9 digits in 4 bytes,
+    the leading and trailing partial groups in fewer; the first bit is the sign (set for
+    positive), negative values are stored inverted. Returns (negative, integer part,
+    fraction digits as an integer of ``scale`` digits)."""
+    negative = not raw[0] & 0x80
+    data = bytearray(raw)
+    data[0] ^= 0x80
+    if negative:
+        data = bytearray(b ^ 0xFF for b in data)
+    whole = precision - scale
+    pos = 0
+
+    def group(digits: int) -> int:
+        nonlocal pos
+        size = _DIG2BYTES[digits]
+        value = int.from_bytes(data[pos : pos + size], "big")
+        pos += size
+        if value >= 10**digits:
+            raise RowDecodeError(f"DECIMAL digit group {value} has more than {digits} digits")
+        return value
+
+    integer = group(whole % 9) if whole % 9 else 0
+    for _ in range(whole // 9):
+        integer = integer * 1_000_000_000 + group(9)
+    fraction = 0
+    for _ in range(scale // 9):
+        fraction = fraction * 1_000_000_000 + group(9)
+    if scale % 9:
+        fraction = fraction * 10 ** (scale % 9) + group(scale % 9)
+    return negative, integer, fraction
+
+
+def _days(year: int, month: int, day: int) -> int | None:
+    if year == 0 or month == 0 or day == 0:
+        return None
+    try:
+        return dt.date(year, month, day).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        return None  # e.g. 2020-02-31 under ALLOW_INVALID_DATES: no Spark value
+
+
+def _datetime_micros(year, month, day, hour, minute, second, micros) -> int | None:
+    days = _days(year, month, day)
+    if days is None:
+        return None
+    return ((days * 24 + hour) * 60 + minute) * 60_000_000 + second * 1_000_000 + micros
+
+
+def _fraction(reader: _Reader, fsp: int) -> int:
+    if fsp in (1, 2):
+        return reader.uint(1) * 10000
+    if fsp in (3, 4):
+        return int.from_bytes(reader.take(2), "big") * 100
+    if fsp in (5, 6):
+        return int.from_bytes(reader.take(3), "big")
+    return 0
+
+
+def _time2(reader: _Reader, fsp: int) -> int:
+    """TIME(fsp) (``my_time_packed_from_binary``): offset-coded, and a negative value's
+    fraction borrows from the integer part."""
+    if fsp in (5, 6):
+        packed = int.from_bytes(reader.take(6), "big") - 0x800000000000
+    else:
+        intpart = int.from_bytes(reader.take(3), "big") - 0x800000
+        frac = 0
+        if fsp in (1, 2):
+            frac = reader.uint(1)
+            if intpart < 0 and frac:
+                intpart += 1
+                frac -= 0x100
+            frac *= 10000
+        elif fsp in (3, 4):
+            frac = int.from_bytes(reader.take(2), "big")
+            if intpart < 0 and frac:
+                intpart += 1
+                frac -= 0x10000
+            frac *= 100
+        packed = (intpart << 24) + frac
+    magnitude = -packed if packed < 0 else packed
+    hms, micros = magnitude >> 24, magnitude % (1 << 24)
+    hours, minutes, seconds = (hms >> 12) % 1024, (hms >> 6) % 64, hms % 64
+    total = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + micros
+    return -total if packed < 0 else total
+
+
+def _value(reader: _Reader, entry: tuple[int, int, int]):
+    kind, a, b = entry
+    if kind == K_SINT:
+        return int.from_bytes(reader.take(a), "little", signed=True)
+    if kind == K_UINT or kind == K_ENUM or kind == K_SET:
+        return reader.uint(a)
+    if kind == K_FLOAT:
+        return struct.unpack("<f", reader.take(4))[0]
+    if kind == K_DOUBLE:
+        return struct.unpack("<d", reader.take(8))[0]
+    if kind == K_DECIMAL:
+        size = decimal_size(a, b)
+        if a < 1 or b > a or size == 0 or size > 40:
+            raise RowDecodeError(f"DECIMAL({a},{b}) cannot be decoded")
+        negative, integer, fraction = unpack_decimal(reader.take(size), a, b)
+        if a <= MAX_DECIMAL128:
+            unscaled = integer * 10**b + fraction
+            return -unscaled if negative else unscaled
+        text = str(integer) + (f".{fraction:0{b}d}" if b else "")
+        return ("-" + text if negative else text).encode()
+    if kind == K_DATE:
+        value = reader.uint(3)
+        return _days(value >> 9, (value >> 5) & 15, value & 31)
+    if kind == K_DATETIME2:
+        packed = int.from_bytes(reader.take(5), "big") - 0x8000000000
+        micros = _fraction(reader, a)
+        ymd, hms = packed >> 17, packed % (1 << 17)
+        ym = ymd >> 5
+        return _datetime_micros(
+            ym // 13, ym % 13, ymd % 32, hms >> 12, (hms >> 6) % 64, hms % 64, micros
+        )
+    if kind == K_TIMESTAMP2:
+        seconds = int.from_bytes(reader.take(4), "big")
+        micros = _fraction(reader, a)
+        return None if seconds == 0 else seconds * 1_000_000 + micros
+    if kind == K_TIME2:
+        return _time2(reader, a)
+    if kind == K_YEAR:
+        year = reader.uint(1)
+        return 0 if year == 0 else 1900 + year
+    if kind == K_VAR:
+        data = reader.take(reader.uint(a))
+        return data.ljust(b, b"\0") if b else data
+    if kind == K_BIT:
+        return reader.take(a)
+    if kind == K_DATETIME:
+        value = reader.uint(8)
+        date, time = divmod(value, 1_000_000)
+        return _datetime_micros(
+            date // 10000,
+            date // 100 % 100,
+            date % 100,
+            time // 10000,
+            time // 100 % 100,
+            time % 100,
+            0,
+        )
+    if kind == K_TIMESTAMP:
+        seconds = reader.uint(4)
+        return None if seconds == 0 else seconds * 1_000_000
+    if kind == K_TIME:
+        value = int.from_bytes(reader.take(3), "little", signed=True)
+        magnitude = abs(value)
+        total = (
+            (magnitude // 10000 * 60 + magnitude // 100 % 100) * 60 + magnitude % 100
+        ) * 1_000_000
+        return -total if value < 0 else total
+    raise RowDecodeError(f"unknown plan kind {kind}")
+
+
+class PyRowSink:
+    """Decoded row images of one table map, column by column."""
+
+    def __init__(self, plan: tuple[tuple[int, int, int], ...], json_count: int = 0) -> None:
+        self.plan = tuple(plan)
+        self.json_count = json_count
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        self.nbytes = 0
+        self._has_before: list[bool] = []
+        self._has_after: list[bool] = []
+        self._before: list[list] = [[] for _ in self.plan]
+        self._after: list[list] = [[] for _ in self.plan]
+
+    def _image(self, reader: _Reader, columns: list[list]) -> None:
+        null_bitmap = reader.take((len(self.plan) + 7) // 8)
+        for i, entry in enumerate(self.plan):
+            if null_bitmap[i >> 3] & (1 << (i & 7)):
+                columns[i].append(None)
+            else:
+                columns[i].append(_value(reader, entry))
+
+    def _absent(self, columns: list[list]) -> None:
+        for column in columns:
+            column.append(None)
+
+    def _partial_json(self, reader: _Reader) -> None:
+        """PARTIAL_UPDATE_ROWS after-images start with ``value_options`` and, when its
+        PARTIAL_JSON bit is set, one bit per JSON column of the table (rpl_record.cc)."""
+        options = reader.lenenc()
+        if options & 1:
+            bits = reader.take((self.json_count + 7) // 8)
+            if any(bits):
+                raise PartialJsonError(
+                    "an after-image holds a partial JSON update "
+                    "(binlog_row_value_options=PARTIAL_JSON)"
+                )
+        elif options:
+            raise RowDecodeError(f"unknown value_options {options}")
+
+    def decode(self, data: bytes, pos: int, end: int, kind: int, partial: bool = False) -> int:
+        reader = _Reader(data, pos, end)
+        added = 0
+        while reader.pos < reader.end:
+            start = reader.pos
+            if kind == WRITE:
+                self._absent(self._before)
+                self._image(reader, self._after)
+            elif kind == DELETE:
+                self._image(reader, self._before)
+                self._absent(self._after)
+            else:
+                self._image(reader, self._before)
+                if partial:
+                    self._partial_json(reader)
+                self._image(reader, self._after)
+            self._has_before.append(kind != WRITE)
+            self._has_after.append(kind != DELETE)
+            self.nbytes += reader.pos - start
+            added += 1
+        self.rows += added
+        return added
+
+    def take(self) -> tuple[int, pa.Array, pa.Array, list[pa.Array], list[pa.Array]]:
+        types = [arrow_type(entry) for entry in self.plan]
+        result = (
+            self.rows,
+            pa.array(self._has_before, pa.bool_()),
+            pa.array(self._has_after, pa.bool_()),
+            [_array(values, t) for values, t in zip(self._before, types)],
+            [_array(values, t) for values, t in zip(self._after, types)],
+        )
+        self._reset()
+        return result
+
+
+def _array(values: list, arrow_type: pa.DataType) -> pa.Array:
+    if pa.types.is_decimal(arrow_type):
+        storage = pa.array(
+            [None if v is None else v.to_bytes(16, "little", signed=True) for v in values],
+            pa.binary(16),
+        )
+        return pa.Array.from_buffers(
+            arrow_type,
+            len(values),
+            [storage.buffers()[0], storage.buffers()[1]],
+            storage.null_count,
+        )
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        storage = pa.array(values, pa.int64() if pa.types.is_timestamp(arrow_type) else pa.int32())
+        return (
+            storage.cast(arrow_type)
+            if not pa.types.is_date(arrow_type)
+            else storage.view(arrow_type)
+        )
+    return pa.array(values, arrow_type)

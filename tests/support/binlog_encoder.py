@@ -1,0 +1,351 @@
+"""Binlog bytes built from the MySQL/MariaDB format descriptions, written apart from the
+decoder (it shares no code with ``cdc_source.binlog`` or ``reader``), for what the test
+server cannot produce: MySQL events, TRANSACTION_PAYLOAD, PARTIAL_UPDATE_ROWS, binary
+JSON with opaque values, v2 rows events, and malformed bytes.
+
+Value encoders follow the server's ``Field::pack`` functions: integers little-endian,
+DECIMAL as ``decimal2bin``, temporal types as ``my_*_packed_to_binary``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import zlib
+from decimal import Decimal
+
+# column type codes (field_types.h)
+TINY, SHORT, LONG, FLOAT, DOUBLE, TIMESTAMP, LONGLONG, INT24, DATE = 1, 2, 3, 4, 5, 7, 8, 9, 10
+TIME, DATETIME, YEAR, VARCHAR, BIT, TIMESTAMP2, DATETIME2, TIME2 = 11, 12, 13, 15, 16, 17, 18, 19
+JSON, NEWDECIMAL, ENUM, SET, BLOB, STRING = 245, 246, 247, 248, 252, 254
+
+DIGITS_BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
+
+
+def lenenc(n: int) -> bytes:
+    if n < 251:
+        return bytes([n])
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little")
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little")
+    return b"\xfe" + n.to_bytes(8, "little")
+
+
+def decimal_bin(value: Decimal, precision: int, scale: int) -> bytes:
+    negative = value < 0
+    text = f"{abs(value):.{scale}f}"
+    int_text, _, frac_text = text.partition(".")
+    int_digits = precision - scale
+    int_text = int_text.rjust(int_digits, "0")[-int_digits:] if int_digits else ""
+    out = bytearray()
+    lead = int_digits % 9
+    if lead:
+        out += int(int_text[:lead]).to_bytes(DIGITS_BYTES[lead], "big")
+    for i in range(lead, int_digits, 9):
+        out += int(int_text[i : i + 9]).to_bytes(4, "big")
+    for i in range(0, scale - scale % 9, 9):
+        out += int(frac_text[i : i + 9]).to_bytes(4, "big")
+    if scale % 9:
+        out += int(frac_text[scale - scale % 9 :]).to_bytes(DIGITS_BYTES[scale % 9], "big")
+    if negative:
+        out = bytearray(b ^ 0xFF for b in out)
+    out[0] ^= 0x80
+    return bytes(out)
+
+
+def frac_bytes(micros: int, fsp: int) -> bytes:
+    if fsp in (1, 2):
+        return (micros // 10000).to_bytes(1, "big")
+    if fsp in (3, 4):
+        return (micros // 100).to_bytes(2, "big")
+    if fsp in (5, 6):
+        return micros.to_bytes(3, "big")
+    return b""
+
+
+def datetime2(value: dt.datetime | tuple, fsp: int) -> bytes:
+    """``value`` may be a tuple (y, m, d, hh, mm, ss, us) to write zero dates."""
+    if isinstance(value, dt.datetime):
+        value = (
+            value.year,
+            value.month,
+            value.day,
+            value.hour,
+            value.minute,
+            value.second,
+            value.microsecond,
+        )
+    y, mo, d, h, mi, s, us = value
+    ymd = ((y * 13 + mo) << 5) | d
+    hms = (h << 12) | (mi << 6) | s
+    packed = ((ymd << 17) | hms) + 0x8000000000
+    return packed.to_bytes(5, "big") + frac_bytes(us, fsp)
+
+
+def timestamp2(seconds: int, micros: int, fsp: int) -> bytes:
+    return seconds.to_bytes(4, "big") + frac_bytes(micros, fsp)
+
+
+def time2(micros: int, fsp: int) -> bytes:
+    """TIME(fsp) as ``my_time_packed_to_binary`` writes it: the integer part is
+    ``packed >> 24`` (an arithmetic shift, so floor) and the fraction ``packed % 2^24`` with
+    C's truncating remainder, stored in one or two bytes."""
+    negative = micros < 0
+    seconds, us = divmod(abs(micros), 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    packed = (((hours << 12) | (minutes << 6) | secs) << 24) + us
+    if negative:
+        packed = -packed
+    if fsp in (5, 6):
+        return (packed + 0x800000000000).to_bytes(6, "big")
+    intpart = packed >> 24
+    quotient = abs(packed) >> 24
+    frac = packed - (quotient if packed >= 0 else -quotient) * (1 << 24)  # C remainder
+    head = (intpart + 0x800000).to_bytes(3, "big")
+    if fsp in (1, 2):
+        return head + bytes([int(frac / 10000) & 0xFF])
+    if fsp in (3, 4):
+        return head + (int(frac / 100) & 0xFFFF).to_bytes(2, "big")
+    return head
+
+
+def date3(y: int, m: int, d: int) -> bytes:
+    return ((y << 9) | (m << 5) | d).to_bytes(3, "little")
+
+
+def null_bitmap(values: list) -> bytes:
+    bits = bytearray((len(values) + 7) // 8)
+    for i, value in enumerate(values):
+        if value is None:
+            bits[i // 8] |= 1 << (i % 8)
+    return bytes(bits)
+
+
+def row_image(encoded: list[bytes | None]) -> bytes:
+    """One row image from already encoded values (None for NULL)."""
+    return null_bitmap(encoded) + b"".join(v for v in encoded if v is not None)
+
+
+# ---- events -------------------------------------------------------------------------
+
+
+def event(
+    event_type: int,
+    body: bytes,
+    log_pos: int,
+    timestamp: int = 1_700_000_000,
+    checksum: bool = True,
+    server_id: int = 1,
+    flags: int = 0,
+) -> bytes:
+    size = 19 + len(body) + (4 if checksum else 0)
+    header = struct.pack("<IBIIIH", timestamp, event_type, server_id, size, log_pos, flags)
+    data = header + body
+    if checksum:
+        data += struct.pack("<I", zlib.crc32(data))
+    return data
+
+
+def format_description(checksum: bool = True, row_post_header: int = 10) -> bytes:
+    post = bytearray(41)
+    post[2 - 1] = 13  # QUERY
+    post[19 - 1] = 8  # TABLE_MAP
+    for t in (23, 24, 25):
+        post[t - 1] = 8
+    for t in (30, 31, 32, 39):
+        post[t - 1] = row_post_header
+    body = struct.pack("<H", 4) + b"8.0.36".ljust(50, b"\0") + struct.pack("<I", 0)
+    body += bytes([19]) + bytes(post) + bytes([1 if checksum else 0])
+    size = 19 + len(body) + 4
+    header = struct.pack("<IBIIIH", 0, 15, 1, size, 0, 0)
+    data = header + body
+    return data + struct.pack("<I", zlib.crc32(data) if checksum else 0)
+
+
+def table_map_body(table_id: int, db: str, table: str, columns: list[tuple]) -> bytes:
+    """``columns``: (name, type, meta bytes, nullable, unsigned)."""
+    body = table_id.to_bytes(6, "little") + b"\x01\x00"
+    body += bytes([len(db)]) + db.encode() + b"\0" + bytes([len(table)]) + table.encode() + b"\0"
+    body += lenenc(len(columns)) + bytes(c[1] for c in columns)
+    meta = b"".join(c[2] for c in columns)
+    body += lenenc(len(meta)) + meta
+    nullable = bytearray((len(columns) + 7) // 8)
+    for i, c in enumerate(columns):
+        if c[3]:
+            nullable[i // 8] |= 1 << (i % 8)
+    body += bytes(nullable)
+    numeric = [
+        c
+        for c in columns
+        if c[1] in (TINY, SHORT, INT24, LONG, LONGLONG, FLOAT, DOUBLE, NEWDECIMAL)
+    ]
+    signedness = bytearray((len(numeric) + 7) // 8)
+    for i, c in enumerate(numeric):
+        if c[4]:
+            signedness[i // 8] |= 0x80 >> (i % 8)
+    body += b"\x01" + lenenc(len(signedness)) + bytes(signedness)
+    names = b"".join(lenenc(len(c[0])) + c[0].encode() for c in columns)
+    body += b"\x04" + lenenc(len(names)) + names
+    return body
+
+
+def rows_body(
+    table_id: int, ncols: int, rows: bytes, update: bool, v2: bool, present: bytes | None = None
+) -> bytes:
+    body = table_id.to_bytes(6, "little") + b"\x01\x00"
+    if v2:
+        body += b"\x02\x00"  # extra-data length counts itself: no extra data
+    full = (
+        present
+        if present is not None
+        else bytes(
+            [
+                (0xFF if (i + 1) * 8 <= ncols else (1 << (ncols % 8)) - 1)
+                for i in range((ncols + 7) // 8)
+            ]
+        )
+    )
+    body += lenenc(ncols) + full + (full if update else b"")
+    return body + rows
+
+
+def transaction_payload(inner_events: list[bytes], log_pos: int, compress: bool = True) -> bytes:
+    """MySQL TRANSACTION_PAYLOAD: lenenc (type, length, value) fields, an end mark, the
+    payload (one zstd frame of events without checksums)."""
+    import zstandard
+
+    raw = b"".join(inner_events)
+    payload = zstandard.ZstdCompressor().compress(raw) if compress else raw
+
+    def field(kind: int, value: int) -> bytes:
+        encoded = lenenc(value)
+        return lenenc(kind) + lenenc(len(encoded)) + encoded
+
+    body = field(2, 0 if compress else 255)
+    if compress:
+        body += field(3, len(raw))
+    body += field(1, len(payload)) + lenenc(0) + payload
+    return event(40, body, log_pos)
+
+
+def mariadb_compressed(data: bytes) -> bytes:
+    packed = zlib.compress(data)
+    size = len(data)
+    nbytes = 1 if size < 1 << 8 else 2 if size < 1 << 16 else 3 if size < 1 << 24 else 4
+    return bytes([0x80 | nbytes]) + size.to_bytes(nbytes, "big") + packed
+
+
+def query_body(schema: str, query: str) -> bytes:
+    return struct.pack("<IIBHH", 1, 0, len(schema), 0, 0) + schema.encode() + b"\0" + query.encode()
+
+
+def xa_prepare_body(
+    gtrid: bytes, bqual: bytes = b"", format_id: int = 1, one_phase: bool = False
+) -> bytes:
+    return (
+        bytes([1 if one_phase else 0])
+        + struct.pack("<III", format_id, len(gtrid), len(bqual))
+        + gtrid
+        + bqual
+    )
+
+
+def xid_body(xid: int) -> bytes:
+    return struct.pack("<Q", xid)
+
+
+def rotate(file: str, pos: int = 4) -> bytes:
+    return event(
+        4, struct.pack("<Q", pos) + file.encode(), 0, timestamp=0, checksum=False, flags=0x20
+    )
+
+
+# ---- MySQL binary JSON (json_binary.h) ----------------------------------------------
+
+
+def _varlen(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def json_binary(value) -> bytes:
+    """A Python value as MySQL binary JSON (type byte + value). ``Opaque`` for opaque."""
+    kind, data = _json_value(value, large=False)
+    return bytes([kind]) + data
+
+
+class Opaque:
+    def __init__(self, field_type: int, data: bytes) -> None:
+        self.field_type, self.data = field_type, data
+
+
+def _json_value(value, large: bool) -> tuple[int, bytes]:
+    if isinstance(value, Opaque):
+        return 0x0F, bytes([value.field_type]) + _varlen(len(value.data)) + value.data
+    if value is None:
+        return 0x04, b"\x00"
+    if value is True:
+        return 0x04, b"\x01"
+    if value is False:
+        return 0x04, b"\x02"
+    if isinstance(value, int):
+        if -(1 << 15) <= value < 1 << 15:
+            return 0x05, struct.pack("<h", value)
+        if -(1 << 31) <= value < 1 << 31:
+            return 0x07, struct.pack("<i", value)
+        if -(1 << 63) <= value < 1 << 63:
+            return 0x09, struct.pack("<q", value)
+        return 0x0A, struct.pack("<Q", value)
+    if isinstance(value, float):
+        return 0x0B, struct.pack("<d", value)
+    if isinstance(value, str):
+        data = value.encode()
+        return 0x0C, _varlen(len(data)) + data
+    if isinstance(value, dict):
+        return _container(list(value.items()), True, large)
+    if isinstance(value, list):
+        return _container([(None, v) for v in value], False, large)
+    raise TypeError(value)
+
+
+def _container(items: list, is_object: bool, large: bool) -> tuple[int, bytes]:
+    size_len = 4 if large else 2
+    count = len(items)
+    if is_object:  # keys sorted by length, then bytes
+        items = sorted(items, key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+    header = 2 * size_len
+    key_entries = count * (size_len + 2) if is_object else 0
+    value_entries = count * (1 + size_len)
+    offset = header + key_entries + value_entries
+    keys = b""
+    key_entry_bytes = b""
+    if is_object:
+        for key, _ in items:
+            encoded = key.encode()
+            key_entry_bytes += offset.to_bytes(size_len, "little") + struct.pack("<H", len(encoded))
+            keys += encoded
+            offset += len(encoded)
+    values = b""
+    value_entry_bytes = b""
+    for _, v in items:
+        kind, data = _json_value(v, large)
+        inline = kind == 0x04 or kind in (0x05, 0x06) or (large and kind in (0x07, 0x08))
+        if inline:
+            value_entry_bytes += bytes([kind]) + data.ljust(size_len, b"\0")[:size_len]
+        else:
+            value_entry_bytes += bytes([kind]) + offset.to_bytes(size_len, "little")
+            values += data
+            offset += len(data)
+    body = key_entry_bytes + value_entry_bytes + keys + values
+    total = header + len(body)
+    kind = (0x00 if is_object else 0x02) + (1 if large else 0)
+    return kind, count.to_bytes(size_len, "little") + total.to_bytes(size_len, "little") + body
