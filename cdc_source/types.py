@@ -109,6 +109,8 @@ def canonical_value(column: ColumnSpec, value: Any) -> Any:
     if t in ("float", "double", "real"):
         return float(value)
     if t == "bit":
+        if isinstance(value, bool):  # already canonical (BIT(1))
+            return value
         number = int(value, 2) if isinstance(value, str) else int.from_bytes(bytes(value), "big")
         if column.bit_width == 1:
             return bool(number)

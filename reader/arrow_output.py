@@ -7,11 +7,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from cdc_source.catalog import TableSchema
 from cdc_source.output_schema import is_envelope, output_schema
-from cdc_source.types import canonical_value, json_default, row_json, snapshot_converter
+from cdc_source.types import (
+    canonical_value,
+    json_default,
+    row_json,
+    snapshot_converter,
+    spark_type,
+)
 from reader.text_columns import text_column_to_arrow, text_to_python
 
 ROWS_PER_BATCH = 8192
@@ -42,6 +48,15 @@ class ArrowWriter:
         self.arrow_schema = to_arrow_schema(output_schema(self.tables), timezone="UTC")
         self.rows_per_batch = rows_per_batch
         self._converters: dict[str, tuple] = {}
+
+    def column_types(self, table: TableSchema) -> list[pa.DataType]:
+        """The Arrow type of each of ``table``'s columns as the typed output holds it."""
+        return [to_arrow_type(spark_type(c), timezone="UTC") for c in table.columns]
+
+    def split(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """``batch`` in slices of at most ``rows_per_batch`` rows."""
+        for start in range(0, batch.num_rows, self.rows_per_batch):
+            yield batch.slice(start, self.rows_per_batch)
 
     def batches(self, rows: Iterable[Emitted]) -> Iterator[pa.RecordBatch]:
         columns = self._empty()

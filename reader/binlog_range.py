@@ -1,22 +1,44 @@
 """Reading the row changes of captured tables in a binlog range ``(start, end]``.
 
 Positions are event *end* positions, as ``SHOW MASTER STATUS`` reports them, so ``end``
-always falls on a transaction boundary. The library's non-blocking mode would read on to
-the end of the last binlog; reading stops at ``end`` here.
+always falls on a transaction boundary. The dump is read in large chunks; row images of
+captured tables are decoded column by column (:mod:`reader.row_decoding`) into
+:class:`ChangeBlock`s, one table map at a time, bounded in rows and bytes.
+
+Every event is decoded or refused (DESIGN section 8): compressed events are inflated,
+XA transactions are emitted at their commit, incomplete row images and unknown events
+stop the read with an error that names the event and its position.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import QueryEvent, RotateEvent
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+import numpy as np
 
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.events import (
+    FL_PREPARED_XA,
+    Event,
+    EventReader,
+    Format,
+    parse_mariadb_gtid,
+    parse_query,
+    parse_xa_prepare,
+    uncompress_mariadb,
+)
+from cdc_source.binlog.table_map import TableMap, parse_table_map, table_id_of
+from cdc_source.binlog.transport import dump_packets, prepare_dump_session
+from cdc_source.binlog.wire import Cursor, MalformedEventError
 from cdc_source.offsets import BinlogPosition
-from reader import binlog_decoding
+from reader.row_decoding import NATIVE_ERRORS, PARTIAL_JSON_ERRORS, DecodedRows, RowSink
+from reader.row_plan import json_columns, table_plan
+
+ROWS_PER_BLOCK = 65536
+BYTES_PER_BLOCK = 32 << 20
+LOG_EVENT_IGNORABLE_F = 0x80
 
 
 class BinlogRangeError(RuntimeError):
@@ -27,17 +49,69 @@ class UnloggedRowChangeError(RuntimeError):
     """A statement changed a captured table's rows without row events (TRUNCATE, DROP)."""
 
 
-@dataclass(frozen=True)
-class RowChange:
-    """One changed row. ``before``/``after`` are raw decoded images (None where absent)."""
+class UndecodableEventError(RuntimeError):
+    """An event that cannot be decoded exactly: the read stops rather than skip it."""
 
-    table: str  # "db.table"
-    before: dict | None
-    after: dict | None
-    file_number: int
-    end_pos: int
-    row_index: int
-    ts_ms: int
+
+class PartialRowImageError(UndecodableEventError):
+    """A row image without every column (binlog_row_image or binlog_row_value_options)."""
+
+
+class XaTransactionError(UndecodableEventError):
+    """An XA COMMIT whose prepared rows are not in the range read."""
+
+
+@dataclass(frozen=True)
+class ChangeBlock:
+    """Row changes of one table (one table map), in binlog order, as columns.
+
+    ``rows.before``/``rows.after`` follow ``table_map.columns``; per row, ``file_number``,
+    ``end_pos``, ``sub`` (index of the event among those ending at ``end_pos``),
+    ``row_index`` (inside its event) and ``timestamp`` (event time, seconds)."""
+
+    table: str
+    table_map: TableMap
+    rows: DecodedRows
+    file_number: np.ndarray
+    end_pos: np.ndarray
+    sub: np.ndarray
+    row_index: np.ndarray
+    timestamp: np.ndarray
+
+    @property
+    def num_rows(self) -> int:
+        return self.rows.rows
+
+
+@dataclass
+class _Accumulator:
+    """Decoded rows of one table map plus the per-event numbers their rows repeat."""
+
+    table_map: TableMap
+    sink: RowSink
+    counts: list[int] = field(default_factory=list)
+    events: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def full(self) -> bool:
+        return self.sink.rows >= ROWS_PER_BLOCK or self.sink.nbytes >= BYTES_PER_BLOCK
+
+    def take(self) -> ChangeBlock:
+        counts = np.asarray(self.counts, dtype=np.int64)
+        per_event = np.asarray(self.events, dtype=np.int64).reshape(-1, 4)
+        starts = np.repeat(np.cumsum(counts) - counts, counts)
+        rows = self.sink.take()
+        block = ChangeBlock(
+            self.table_map.name,
+            self.table_map,
+            rows,
+            np.repeat(per_event[:, 0], counts),
+            np.repeat(per_event[:, 1], counts),
+            np.repeat(per_event[:, 2], counts),
+            np.arange(rows.rows, dtype=np.int64) - starts,
+            np.repeat(per_event[:, 3], counts),
+        )
+        self.counts, self.events = [], []
+        return block
 
 
 _DESTRUCTIVE = re.compile(
@@ -48,8 +122,6 @@ _DROP_DATABASE = re.compile(
     r"^\s*(?:/\*.*?\*/\s*)*DROP\s+(?:DATABASE|SCHEMA)(?:\s+IF\s+EXISTS)?\s+(`(?:[^`]|``)+`|[\w$]+)",
     re.I | re.S,
 )
-
-
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)
 _PARTITION_CHANGE = re.compile(
     r"^ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(`(?:[^`]|``)+`|[\w$]+)"
@@ -58,6 +130,11 @@ _PARTITION_CHANGE = re.compile(
 )
 _NAME_LIST_ITEM = re.compile(
     r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*(?:,|$)"
+)
+_XA_STATEMENT = re.compile(
+    r"^\s*XA\s+(START|BEGIN|END|COMMIT|ROLLBACK)\s+(X'[0-9a-fA-F]*',X'[0-9a-fA-F]*',\d+)"
+    r"(\s+ONE\s+PHASE)?",
+    re.I,
 )
 
 
@@ -103,105 +180,342 @@ def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]
     return statement, targets
 
 
+def xa_statement(query: str) -> tuple[str, str, bool] | None:
+    """('COMMIT'|'ROLLBACK'|'START'|'END', xid text, one phase) of an XA query event."""
+    match = _XA_STATEMENT.match(_strip_leading_comments(query))
+    if not match:
+        return None
+    verb = match.group(1).upper()
+    return ("START" if verb == "BEGIN" else verb), match.group(2).lower(), bool(match.group(3))
+
+
 def _file_number(file: str) -> int:
     return int(re.search(r"(\d+)$", file).group(1))
 
 
-def read_changes(
-    connection_kwargs: dict,
-    server_id: int,
-    start: BinlogPosition,
-    end: BinlogPosition,
-    tables: set[str],
-    watched: set[str] | None = None,
-    stride: int = 1,
-    slot: int = 0,
-) -> Iterator[RowChange]:
-    """Yield the row changes of ``tables`` in ``(start, end]``, in binlog order.
+@dataclass(frozen=True)
+class RowsEvent:
+    """The parsed header of a rows event: where its row data is, and its kind."""
 
-    Rows of other tables are skipped before they are decoded. ``watched`` (default:
-    ``tables``) are the tables whose TRUNCATE/DROP stops the read with an error.
+    table_id: int
+    kind: int
+    data: bytes
+    start: int
+    partial: bool
 
-    ``stride``/``slot``: decode only the row events whose ordinal (among the row events of
-    ``tables`` in the range) is ``slot`` modulo ``stride``. The library decodes rows
-    lazily and reading past an event costs almost nothing next to decoding it, so
-    ``stride`` readers of one range split the decoding work between them."""
-    watched = tables if watched is None else watched
-    binlog_decoding.install()
-    end_coordinates = end.coordinates
-    if start.coordinates >= end_coordinates:
-        return
-    schemas = sorted({t.split(".", 1)[0] for t in tables})
-    names = sorted({t.split(".", 1)[1] for t in tables})
-    settings = {k: v for k, v in connection_kwargs.items() if k != "connect_timeout"}
-    stream = BinLogStreamReader(
-        connection_settings=settings,
-        server_id=server_id,
-        log_file=start.file,
-        log_pos=start.pos,
-        resume_stream=True,
-        blocking=False,
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, QueryEvent, RotateEvent],
-        only_schemas=schemas,
-        only_tables=names,
-        freeze_schema=True,
+
+def parse_rows_event(event: Event, fmt: Format, table_map_columns: int | None) -> RowsEvent:
+    """Post-header: table id (6), flags (2), [v2: extra-data length (2, counting itself)
+    and extra data]; then the column count, the columns-present bitmap(s) and the rows.
+    A MariaDB compressed rows event zlib-compresses everything after the bitmaps."""
+    kind, v2, compressed, partial = c.ROW_EVENTS[event.type]
+    cur = Cursor(event.body)
+    post = fmt.post_header_len(event.type, 10 if v2 else 8)
+    table_id = cur.uint(4 if post == 6 else 6)
+    cur.skip(2)
+    if v2:
+        extra = cur.uint(2)
+        if extra < 2:
+            raise MalformedEventError(f"{event.where}: extra data length {extra}")
+        cur.skip(extra - 2)
+    width = cur.lenenc()
+    images = (
+        ("before-image", "after-image")
+        if kind == c.UPDATE
+        else (("after-image",) if kind == c.WRITE else ("before-image",))
     )
-    reached = start.coordinates
-    ordinal = -1
-    try:
-        for event in stream:
-            current = (_file_number(stream.log_file), stream.log_pos)
-            if isinstance(event, RotateEvent):
-                continue
-            if current > end_coordinates:
-                reached = current
-                break
-            reached = current
-            if isinstance(event, QueryEvent):
-                _check_statement(event, watched)
-                continue
-            table = f"{event.schema}.{event.table}"
-            if table not in tables:
-                continue
-            ordinal += 1
-            if ordinal % stride != slot:
-                continue
-            ts_ms = int(event.timestamp) * 1000
-            for index, row in enumerate(event.rows):
-                if isinstance(event, WriteRowsEvent):
-                    before, after = None, row["values"]
-                elif isinstance(event, DeleteRowsEvent):
-                    before, after = row["values"], None
+    for image in images:
+        present = cur.take((width + 7) // 8)
+        if table_map_columns is not None and width != table_map_columns:
+            raise MalformedEventError(
+                f"{event.where}: {width} columns, its TABLE_MAP has {table_map_columns}"
+            )
+        if _count_bits(present, width) != width:
+            raise PartialRowImageError(
+                f"the {image} of the {event.where} lacks columns: the writing session had "
+                "binlog_row_image other than FULL (it is a session variable; MINIMAL and "
+                "NOBLOB leave columns out), so the change cannot be streamed exactly. Set "
+                "binlog_row_image=FULL for every session that writes captured tables, then "
+                "start a new query (new checkpoint location) to snapshot again"
+            )
+    data = event.body
+    start = cur.pos
+    if compressed:
+        data = uncompress_mariadb(event.body[cur.pos :])
+        start = 0
+    return RowsEvent(table_id, kind, data, start, partial)
+
+
+def _count_bits(bitmap: bytes, width: int) -> int:
+    return sum(1 for i in range(width) if bitmap[i >> 3] & (1 << (i & 7)))
+
+
+class TableMaps:
+    """The TABLE_MAP state of a stream: table id -> table map, parsed once per distinct
+    event body (a table map repeats before every transaction that writes the table)."""
+
+    def __init__(self, decoder: str | None = None) -> None:
+        self.by_id: dict[int, TableMap] = {}
+        self._parsed: dict[bytes, TableMap] = {}
+        self._plans: dict[int, tuple] = {}
+        self.decoder = decoder
+
+    def add(self, event: Event, fmt: Format) -> TableMap:
+        table_map = self._parsed.get(event.body)
+        if table_map is None:
+            if len(self._parsed) > 10_000:
+                self._parsed.clear()
+            table_map = parse_table_map(event.body, fmt.post_header_len(c.TABLE_MAP, 8))
+            self._parsed[event.body] = table_map
+        self.by_id[table_map.table_id] = table_map
+        return table_map
+
+    def get(self, table_id: int, event: Event) -> TableMap:
+        table_map = self.by_id.get(table_id)
+        if table_map is None:
+            raise MalformedEventError(f"{event.where}: no TABLE_MAP for table id {table_id}")
+        return table_map
+
+    def new_accumulator(self, table_map: TableMap) -> _Accumulator:
+        plan = table_plan(table_map)
+        return _Accumulator(table_map, RowSink(plan, json_columns(table_map), self.decoder))
+
+
+Connect = Callable[[], object]
+
+
+class RangeReader:
+    """One pass over ``(start, end]`` yielding :class:`ChangeBlock`s of ``tables``.
+
+    ``stride``/``slot``: decode only the units (row events, whole XA transactions) whose
+    ordinal among the units of ``tables`` is ``slot`` modulo ``stride``; reading past a
+    unit costs almost nothing next to decoding it, so ``stride`` readers of one range
+    split the decoding work."""
+
+    def __init__(
+        self,
+        connect: Connect,
+        server_id: int,
+        start: BinlogPosition,
+        end: BinlogPosition,
+        tables: set[str],
+        watched: set[str] | None = None,
+        stride: int = 1,
+        slot: int = 0,
+        decoder: str | None = None,
+    ) -> None:
+        self.connect = connect
+        self.server_id = server_id
+        self.start = start
+        self.end = end
+        self.tables = tables
+        self.watched = tables if watched is None else watched
+        self.stride = stride
+        self.slot = slot
+        self.decoder = decoder
+        self.accumulators: dict[int, _Accumulator] = {}  # by id() of the table map
+        self.prepared: dict[str, tuple[str, int]] = {}  # xid -> start of its transaction
+        self.ordinal = -1
+
+    def blocks(self) -> Iterator[ChangeBlock]:
+        end = self.end.coordinates
+        if self.start.coordinates >= end:
+            return
+        conn = self.connect()
+        reached = self.start.coordinates
+        try:
+            prepare_dump_session(conn)
+            reader = EventReader(self.start.file, self.start.pos)
+            maps = TableMaps(self.decoder)
+            last = (None, -1)
+            sub = 0
+            xa_start: tuple[str, int] | None = None
+            txn_start: tuple[str, int] = (self.start.file, self.start.pos)
+            in_xa: str | None = None
+            packets = dump_packets(conn, self.server_id, self.start.file, self.start.pos)
+            for event in reader.events(packets):
+                where = (_file_number(event.file), event.end_pos)
+                if where > end:
+                    reached = where
+                    break
+                reached = where
+                sub = sub + 1 if (event.file, event.end_pos) == last else 0
+                last = (event.file, event.end_pos)
+                t = event.type
+                if t in c.ROW_EVENTS:
+                    if in_xa is not None:
+                        continue  # emitted at its XA COMMIT, re-read from xa_start
+                    yield from self._rows(event, reader.format, maps, sub)
+                elif t == c.TABLE_MAP:
+                    maps.add(event, reader.format)
+                elif t in (c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED):
+                    txn_start = (event.file, event.start_pos)
+                elif t == c.MARIADB_GTID:
+                    txn_start = (event.file, event.start_pos)
+                    gtid = parse_mariadb_gtid(event.body)
+                    if gtid.flags & FL_PREPARED_XA and gtid.xid is not None:
+                        in_xa, xa_start = str(gtid.xid).lower(), txn_start
+                elif t in (c.QUERY, c.QUERY_COMPRESSED):
+                    query = parse_query(event, reader.format)
+                    self._check_statement(query.schema, query.query, event)
+                    xa = xa_statement(query.query)
+                    if xa is None:
+                        continue
+                    verb, xid, _ = xa
+                    if verb == "START":
+                        in_xa, xa_start = xid, txn_start
+                    elif verb == "COMMIT":
+                        yield from self._xa_commit(xid, event)
+                    elif verb == "ROLLBACK":
+                        self.prepared.pop(xid, None)
+                elif t == c.XA_PREPARE:
+                    one_phase, xid = parse_xa_prepare(event.body)
+                    if in_xa is None or xa_start is None:
+                        raise XaTransactionError(
+                            f"{event.where}: XA PREPARE of {xid} without its XA START"
+                        )
+                    self.prepared[str(xid).lower()] = xa_start
+                    in_xa = None
+                    if one_phase:
+                        yield from self._xa_commit(str(xid).lower(), event)
                 else:
-                    before, after = row["before_values"], row["after_values"]
-                yield RowChange(table, before, after, current[0], current[1], index, ts_ms)
-        else:
-            if stream.log_file:
-                reached = max(reached, (_file_number(stream.log_file), stream.log_pos or 0))
-    finally:
-        stream.close()
-    if reached < end_coordinates:
-        raise BinlogRangeError(
-            f"the binlog ended at {reached} before the planned position {end}; the server "
-            "lost binlog events it had reported (crash with sync_binlog=0?)"
+                    _check_skippable(event)
+            else:
+                # The dump ended (EOF) before passing the planned end: it must be there.
+                pass
+            yield from self._flush_all()
+        finally:
+            _close(conn)
+        if reached < end:
+            raise BinlogRangeError(
+                f"the binlog ended at {reached} before the planned position {self.end}; the "
+                "server lost binlog events it had reported (crash with sync_binlog=0?)"
+            )
+
+    def _next_unit(self) -> bool:
+        self.ordinal += 1
+        return self.ordinal % self.stride == self.slot
+
+    def _rows(
+        self,
+        event: Event,
+        fmt: Format,
+        maps: TableMaps,
+        sub: int,
+        position: tuple[int, int] | None = None,
+    ) -> Iterator[ChangeBlock]:
+        table_id = table_id_of(event.body, fmt.post_header_len(event.type, 8))
+        table_map = maps.get(table_id, event)
+        if table_map.name not in self.tables:
+            return
+        if position is None and not self._next_unit():
+            return
+        rows_event = parse_rows_event(event, fmt, len(table_map.columns))
+        accumulator = self.accumulators.get(id(table_map))
+        if accumulator is None:
+            accumulator = self.accumulators[id(table_map)] = maps.new_accumulator(table_map)
+        try:
+            count = accumulator.sink.decode(
+                rows_event.data,
+                rows_event.start,
+                len(rows_event.data),
+                rows_event.kind,
+                rows_event.partial,
+            )
+        except PARTIAL_JSON_ERRORS as err:
+            raise PartialRowImageError(
+                f"{event.where} of {table_map.name}: {err}. Set binlog_row_value_options='' "
+                "for sessions that write captured tables, then start a new query (new "
+                "checkpoint location) to snapshot again"
+            ) from None
+        except NATIVE_ERRORS as err:
+            raise UndecodableEventError(
+                f"{event.where} of {table_map.name} cannot be decoded: {err}"
+            ) from None
+        file_number, end_pos = position or (_file_number(event.file), event.end_pos)
+        accumulator.counts.append(count)
+        accumulator.events.append((file_number, end_pos, sub, event.timestamp))
+        if accumulator.full():
+            yield accumulator.take()
+
+    def _flush_all(self) -> Iterator[ChangeBlock]:
+        for accumulator in self.accumulators.values():
+            if accumulator.sink.rows:
+                yield accumulator.take()
+        self.accumulators.clear()
+
+    def _xa_commit(self, xid: str, commit: Event) -> Iterator[ChangeBlock]:
+        """An XA transaction happens at its commit: its rows, written at XA PREPARE, are
+        read again from the transaction's start and emitted at the commit's position."""
+        begin = self.prepared.pop(xid, None)
+        if begin is None:
+            raise XaTransactionError(
+                f"{commit.where}: XA COMMIT {xid} of a transaction prepared before this "
+                f"range's start {self.start}; its rows are not in the range read"
+            )
+        if not self._next_unit():
+            return
+        yield from self._flush_all()  # keep binlog order per table across the re-read
+        conn = self.connect()
+        try:
+            prepare_dump_session(conn)
+            reader = EventReader(begin[0], begin[1])
+            maps = TableMaps(self.decoder)
+            position = (_file_number(commit.file), commit.end_pos)
+            sub = 0
+            packets = dump_packets(conn, self.server_id, begin[0], begin[1])
+            for event in reader.events(packets):
+                if event.type == c.TABLE_MAP:
+                    maps.add(event, reader.format)
+                elif event.type in c.ROW_EVENTS:
+                    yield from self._rows(event, reader.format, maps, sub, position)
+                    sub += 1
+                elif event.type == c.XA_PREPARE:
+                    break
+            else:
+                raise XaTransactionError(f"the XA PREPARE of {xid} was not found from {begin}")
+            yield from self._flush_all()
+        finally:
+            _close(conn)
+
+    def _check_statement(self, schema: str, query: str, event: Event) -> None:
+        statement, targets = destructive_targets(query, schema or "")
+        hit = [
+            t
+            for t in targets
+            if t in self.watched
+            or (t.endswith(".*") and any(x.startswith(t[:-1]) for x in self.watched))
+        ]
+        if hit:
+            raise UnloggedRowChangeError(
+                f"{statement} of captured table {', '.join(hit)} reached the binlog as a "
+                "statement with no row events, so the rows it removed cannot be streamed as "
+                "deletes. Start a new query (new checkpoint location) to snapshot the table "
+                "again, or exclude it with 'table-name'."
+            )
+
+
+_HANDLED_QUIETLY = {c.XID, c.ROTATE, c.FORMAT_DESCRIPTION}
+
+
+def _check_skippable(event: Event) -> None:
+    if event.type in _HANDLED_QUIETLY or event.type in c.IGNORABLE_EVENTS:
+        return
+    if event.type == c.INCIDENT:
+        raise UndecodableEventError(
+            f"{event.where}: the server wrote an INCIDENT event, so changes may be missing "
+            "from the binlog after it; start a new query to snapshot again"
         )
-
-
-def _check_statement(event: QueryEvent, tables: set[str]) -> None:
-    query = (
-        event.query.decode("utf-8", "replace") if isinstance(event.query, bytes) else event.query
+    if event.flags & LOG_EVENT_IGNORABLE_F:
+        return  # the server marks it safe to ignore for a reader that does not know it
+    raise UndecodableEventError(
+        f"{event.where}: cdc-mysql cannot decode this event and it is not known to be "
+        "ignorable, so the read stops rather than skip it"
     )
-    schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
-    statement, targets = destructive_targets(query, schema or "")
-    hit = [
-        t
-        for t in targets
-        if t in tables or (t.endswith(".*") and any(x.startswith(t[:-1]) for x in tables))
-    ]
-    if hit:
-        raise UnloggedRowChangeError(
-            f"{statement} of captured table {', '.join(hit)} reached the binlog as a statement "
-            "with no row events, so the rows it removed cannot be streamed as deletes. "
-            "Start a new query (new checkpoint location) to snapshot the table again, or "
-            "exclude it with 'table-name'."
-        )
+
+
+def _close(conn) -> None:
+    try:
+        conn._force_close() if hasattr(conn, "_force_close") else conn.close()
+    except Exception:  # the connection may already be gone
+        pass

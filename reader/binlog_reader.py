@@ -1,20 +1,33 @@
-"""Binlog partitions: the changes in (P_S, P_E] that the stream owns at S."""
+"""Binlog partitions: the changes in (P_S, P_E] that the stream owns at S, as Arrow batches.
+
+Each :class:`ChangeBlock` of decoded rows becomes output columns without a Python loop per
+row: ownership, the ops of each change (DESIGN section 2, step 2; see
+:func:`reader.frontier.emitted_ops` for the rule), ``_seq`` and the values are computed
+with numpy and pyarrow compute. Only keys that need the server's collation (a collated
+string key at the frontier, or a string key whose spelling changed in an update) are
+looked at one by one, through the weight resolver.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import islice
 
-from cdc_source.catalog import TableSchema
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_source.catalog import INTEGER_TYPES, TableSchema
 from cdc_source.keys import key_from_json, needs_weight
 from cdc_source.partitions import BinlogTask
-from cdc_source.sequence import binlog_seq
-from reader.arrow_output import Emitted
-from reader.binlog_range import RowChange, read_changes
-from reader.frontier import DELETE, INSERT, Ownership, emitted_ops
-from reader.key_weights import WeightResolver, key_of
+from cdc_source.sequence import binlog_seq_array
+from reader.arrow_output import ArrowWriter, Emitted
+from reader.binlog_columns import ImageColumns
+from reader.binlog_range import ChangeBlock, RangeReader
+from reader.frontier import DELETE, INSERT, UPDATE, Ownership
+from reader.key_weights import WeightResolver
 
-CHANGES_PER_ROUND = 2000
+_OPS = np.array([INSERT, UPDATE, DELETE], dtype=object)
+_OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
 
 
 class BinlogReader:
@@ -23,6 +36,7 @@ class BinlogReader:
     ) -> None:
         self.task = task
         self.connection_kwargs = connection_kwargs
+        self.connect = connect
         self.tables = {t.name: t for t in task.tables}
         self.weights = WeightResolver(lambda: connect(connection_kwargs))
 
@@ -36,7 +50,7 @@ class BinlogReader:
         (after_key,) = self.weights.sort_keys(schema, [key_from_json(schema, cursor.after)])
         return Ownership(cursor.table, after_key)
 
-    def rows(self) -> Iterator[Emitted]:
+    def batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
         try:
             ownership = self._ownership()
             # Tables the stream owns nothing of yet are skipped before their rows are
@@ -44,8 +58,8 @@ class BinlogReader:
             owned = {name for name in self.tables if ownership.may_own(name)}
             if not owned:
                 return
-            changes = read_changes(
-                self.connection_kwargs,
+            reader = RangeReader(
+                lambda: self.connect(self.connection_kwargs),
                 self.task.server_id,
                 self.task.start,
                 self.task.end,
@@ -53,65 +67,147 @@ class BinlogReader:
                 stride=self.task.stride,
                 slot=self.task.slot,
             )
-            while True:
-                round_ = list(islice(changes, CHANGES_PER_ROUND))
-                if not round_:
-                    break
-                yield from self._emit(ownership, round_)
+            for block in reader.blocks():
+                yield from self._emit(writer, ownership, block)
         finally:
             self.weights.close()
 
-    def _needs_sort_keys(self, ownership: Ownership, change: RowChange) -> bool:
-        """Sort keys are needed to decide ownership at the frontier, and to tell whether an
-        update changed its key when the raw values differ but a collation may equate them."""
-        if ownership.needs_key(change.table):
-            return True
-        if change.before is None or change.after is None:
-            return False
-        schema = self.tables[change.table]
-        if key_of(schema, change.before) == key_of(schema, change.after):
-            return False
-        return any(needs_weight(c) for c in schema.key_columns)
-
-    def _sort_keys(self, ownership: Ownership, changes: list[RowChange]) -> dict:
-        needing: dict[str, list[int]] = {}
-        for i, change in enumerate(changes):
-            if self._needs_sort_keys(ownership, change):
-                needing.setdefault(change.table, []).append(i)
-        result: dict[int, tuple[bytes | None, bytes | None]] = {}
-        for table, indexes in needing.items():
-            schema: TableSchema = self.tables[table]
-            images = [(changes[i].before, changes[i].after) for i in indexes]
-            result.update(zip(indexes, self.weights.image_sort_keys(schema, images)))
-        return result
-
-    def _emit(self, ownership: Ownership, changes: list[RowChange]) -> Iterator[Emitted]:
-        sort_keys = self._sort_keys(ownership, changes)
-        for i, change in enumerate(changes):
-            schema = self.tables[change.table]
-            before_key, after_key = sort_keys.get(i, (None, None))
-            if before_key is not None and after_key is not None:
-                same_key = before_key == after_key
-            else:
-                same_key = key_of(schema, change.before) == key_of(schema, change.after)
-            ops = emitted_ops(
-                ownership,
-                change.table,
-                before_key,
-                after_key,
-                change.before is not None,
-                change.after is not None,
-                same_key,
+    def _emit(
+        self, writer: ArrowWriter, ownership: Ownership, block: ChangeBlock
+    ) -> Iterator[pa.RecordBatch]:
+        schema = self.tables[block.table]
+        types = writer.column_types(schema)
+        images = ImageColumns(schema, block, types)
+        has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
+        has_after = block.rows.has_after.to_numpy(zero_copy_only=False)
+        update = has_before & has_after
+        same = self._same_key(schema, images, update)
+        owned_before, owned_after = self._owned(ownership, schema, images, has_before, has_after)
+        emit_u = update & same & owned_before
+        emit_d = has_before & ~(update & same) & owned_before
+        emit_c = has_after & ~(update & same) & owned_after
+        rows = np.concatenate(
+            [np.flatnonzero(emit_d), np.flatnonzero(emit_u), np.flatnonzero(emit_c)]
+        )
+        if not len(rows):
+            return
+        ops = np.concatenate(
+            [
+                np.full(int(emit_d.sum()), _OP_DELETE),
+                np.full(int(emit_u.sum()), _OP_UPDATE),
+                np.full(int(emit_c.sum()), _OP_INSERT),
+            ]
+        )
+        parts = np.where((ops == _OP_INSERT) & has_before[rows], 1, 0)
+        order = np.lexsort((parts, rows))
+        rows, ops, parts = rows[order], ops[order], parts[order]
+        seq = binlog_seq_array(
+            pa.array(block.file_number[rows]),
+            pa.array(block.end_pos[rows]),
+            pa.array(block.sub[rows]),
+            pa.array(block.row_index[rows]),
+            pa.array(parts),
+        )
+        ts_ms = pa.array(block.timestamp[rows] * 1000, pa.int64())
+        if writer.envelope:
+            yield from self._envelope(writer, schema, images, rows, ops, seq, ts_ms)
+            return
+        take = pa.array(rows)
+        use_before = pa.array(ops == _OP_DELETE)
+        columns = [
+            pc.if_else(
+                use_before,
+                images.column("before", i).take(take),
+                images.column("after", i).take(take),
             )
-            for op in ops:
-                before = None if op == INSERT else change.before
-                after = None if op == DELETE else change.after
-                part = 1 if op == INSERT and change.before is not None else 0
-                yield Emitted(
-                    schema,
-                    op,
-                    before,
-                    after,
-                    binlog_seq(change.file_number, change.end_pos, change.row_index, part),
-                    change.ts_ms,
-                )
+            for i in range(len(types))
+        ]
+        columns += [pa.array(_OPS[ops].tolist(), pa.string()), seq, ts_ms]
+        yield from writer.split(pa.RecordBatch.from_arrays(columns, schema=writer.arrow_schema))
+
+    def _envelope(self, writer, schema, images, rows, ops, seq, ts_ms):
+        before = images.python_images("before")
+        after = images.python_images("after")
+        seqs = seq.to_pylist()
+        ts = ts_ms.to_pylist()
+        emitted = (
+            Emitted(
+                schema,
+                _OPS[op],
+                None if op == _OP_INSERT else before[row],
+                None if op == _OP_DELETE else after[row],
+                seqs[i],
+                ts[i],
+            )
+            for i, (row, op) in enumerate(zip(rows.tolist(), ops.tolist()))
+        )
+        yield from writer.batches(emitted)
+
+    def _same_key(self, schema: TableSchema, images: ImageColumns, update: np.ndarray):
+        """Whether each update keeps its primary key: equal raw key values, or, for a
+        collated string key spelled differently, equal collation weights."""
+        same = np.ones(len(update), dtype=bool)
+        weighted = False
+        for name in schema.primary_key:
+            index = schema.column_names.index(name)
+            before, after = images.column("before", index), images.column("after", index)
+            equal = pc.fill_null(pc.equal(before, after), False).to_numpy(zero_copy_only=False)
+            if needs_weight(schema.column(name)):
+                weighted = weighted or bool((update & ~equal).any())
+                continue
+            same &= equal
+        if weighted:
+            changed = np.flatnonzero(update)
+            keys_b = images.key_tuples("before")
+            keys_a = images.key_tuples("after")
+            pairs = self.weights.image_sort_keys(
+                schema,
+                [
+                    ({**_as_image(schema, keys_b[i])}, {**_as_image(schema, keys_a[i])})
+                    for i in changed
+                ],
+            )
+            for i, (kb, ka) in zip(changed, pairs):
+                if kb != ka:
+                    same[i] = False
+        return same | ~update
+
+    def _owned(
+        self,
+        ownership: Ownership,
+        schema: TableSchema,
+        images: ImageColumns,
+        has_before: np.ndarray,
+        has_after: np.ndarray,
+    ):
+        table = schema.name
+        if ownership.table is None or table < ownership.table:
+            return has_before.copy(), has_after.copy()
+        if table > ownership.table or ownership.after_key is None:
+            return np.zeros_like(has_before), np.zeros_like(has_after)
+        key_columns = schema.key_columns
+        if len(key_columns) == 1 and key_columns[0].data_type in INTEGER_TYPES:
+            (after,) = key_from_json(schema, self.task.owned_at.after)
+            index = schema.column_names.index(key_columns[0].name)
+            result = []
+            for side, present in (("before", has_before), ("after", has_after)):
+                values = images.column(side, index)
+                bound = pa.scalar(after).cast(values.type)
+                owned = pc.fill_null(pc.less_equal(values, bound), False)
+                result.append(owned.to_numpy(zero_copy_only=False) & present)
+            return result[0], result[1]
+        keys_b = images.key_tuples("before")
+        keys_a = images.key_tuples("after")
+        sort_b = self.weights.optional_sort_keys(schema, keys_b)
+        sort_a = self.weights.optional_sort_keys(schema, keys_a)
+        owned_b = np.array(
+            [ownership.owns(table, k) if k is not None else False for k in sort_b], dtype=bool
+        )
+        owned_a = np.array(
+            [ownership.owns(table, k) if k is not None else False for k in sort_a], dtype=bool
+        )
+        return owned_b, owned_a
+
+
+def _as_image(schema: TableSchema, key: tuple | None) -> dict | None:
+    return None if key is None else dict(zip(schema.primary_key, key))

@@ -23,7 +23,8 @@ from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
-from reader.binlog_range import read_changes
+from reader.binlog_columns import ImageColumns
+from reader.binlog_range import RangeReader
 from reader.frontier import READ
 from reader.key_weights import WeightResolver
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
@@ -81,7 +82,7 @@ class ChunkReader:
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             q = snapshot_position(conn)
-            overrides = self._overrides(q)
+            overrides = self._overrides(q, writer)
             for chunk, chunk_overrides in zip(self.task.chunks, overrides):
                 yield from self._chunk_batches(conn, chunk, chunk_overrides, writer)
             with conn.cursor() as cur:
@@ -94,7 +95,7 @@ class ChunkReader:
         lo, hi = self.weights.optional_sort_keys(chunk.table, [chunk.lo, chunk.hi])
         return lo, hi
 
-    def _overrides(self, q: BinlogPosition) -> list[dict]:
+    def _overrides(self, q: BinlogPosition, writer: ArrowWriter) -> list[dict]:
         target = self.task.target
         if q.coordinates == target.coordinates:
             return [{} for _ in self.task.chunks]
@@ -102,16 +103,23 @@ class ChunkReader:
         start, end = (target, q) if undo else (q, target)
         tables = {c.table.name: c.table for c in self.task.chunks}
         keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
-        raw = list(
-            read_changes(self.connection_kwargs, self.task.server_id, start, end, set(tables))
+        reader = RangeReader(
+            lambda: self.connect(self.connection_kwargs),
+            self.task.server_id,
+            start,
+            end,
+            set(tables),
         )
-        for name, schema in tables.items():
-            changes = [c for c in raw if c.table == name]
-            pairs = self.weights.image_sort_keys(schema, [(c.before, c.after) for c in changes])
-            keyed[name] = [
-                KeyedChange(before_key, c.before, after_key, c.after)
-                for (before_key, after_key), c in zip(pairs, changes)
-            ]
+        for block in reader.blocks():
+            schema = tables[block.table]
+            images = ImageColumns(schema, block, writer.column_types(schema))
+            befores = images.python_images("before")
+            afters = images.python_images("after")
+            pairs = self.weights.image_sort_keys(schema, list(zip(befores, afters)))
+            keyed[block.table].extend(
+                KeyedChange(before_key, before, after_key, after)
+                for (before_key, after_key), before, after in zip(pairs, befores, afters)
+            )
         result = []
         build = undo_overrides if undo else redo_overrides
         for chunk in self.task.chunks:

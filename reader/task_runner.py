@@ -19,6 +19,6 @@ def run_task(
 ) -> Iterator[pa.RecordBatch]:
     writer = ArrowWriter(tables)
     if isinstance(task, BinlogTask):
-        return writer.batches(BinlogReader(task, connection_kwargs, connect).rows())
+        return BinlogReader(task, connection_kwargs, connect).batches(writer)
     batches = ChunkReader(task, connection_kwargs, connect).record_batches(writer)
     return (batch for batch in batches if batch.num_rows)

@@ -42,6 +42,7 @@ class Event:
     file: str
     end_pos: int  # log_pos: where the next event starts
     body: bytes  # without header and checksum; decompressed
+    start_pos: int = 0
 
     @property
     def where(self) -> str:
@@ -266,22 +267,40 @@ def _zstd_decompress(data: bytes, expected: int | None, event: Event) -> bytes:
 
 
 class EventReader:
-    """Raw event payloads -> :class:`Event`s, following FORMAT_DESCRIPTION and ROTATE."""
+    """Raw event payloads -> :class:`Event`s, following FORMAT_DESCRIPTION and ROTATE.
 
-    def __init__(self, file: str) -> None:
+    Each event gets its start position (the end of the event before it). Events that
+    are not at a position of the file the dump reads (the fake ROTATE, the
+    FORMAT_DESCRIPTION and GTID list a server sends first when a dump starts inside a
+    file) are consumed here and never reach the caller."""
+
+    def __init__(self, file: str, pos: int = 4) -> None:
         self.file = file
+        self.next_start = pos
         self.format = Format()
 
     def events(self, packets: Iterable[bytes]) -> Iterator[Event]:
         for data in packets:
             event = split_header(data, self.format, self.file)
             if event.type == c.ROTATE:
-                file, _ = parse_rotate(event.body)
-                self.file = file
+                self.file, self.next_start = parse_rotate(event.body)
                 continue
             if event.type == c.FORMAT_DESCRIPTION:
                 self.format = parse_format_description(event.body)
+                self.next_start = max(self.next_start, event.end_pos)
                 continue
+            if event.end_pos <= self.next_start or event.flags & LOG_EVENT_ARTIFICIAL_F:
+                continue
+            event = Event(
+                event.type,
+                event.timestamp,
+                event.flags,
+                event.file,
+                event.end_pos,
+                event.body,
+                self.next_start,
+            )
+            self.next_start = event.end_pos
             if event.type == c.TRANSACTION_PAYLOAD:
                 yield from unwrap_payload(event)
                 continue
