@@ -162,7 +162,7 @@ static int decimal_size(int precision, int scale) {
 static int append_decimal(Column *col, Reader *r, const Plan *pl) {
     int precision = pl->a, scale = pl->b, whole = precision - scale;
     int size = decimal_size(precision, scale);
-    if (precision < 1 || scale > precision || size <= 0 || size > 40) {
+    if (precision < 1 || precision > 65 || scale > 30 || scale > precision || size <= 0 || size > 40) {
         PyErr_Format(RowDecodeError, "DECIMAL(%d,%d) cannot be decoded", precision, scale);
         return -1;
     }

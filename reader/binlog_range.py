@@ -284,6 +284,26 @@ class TableMaps:
 Connect = Callable[[], object]
 
 
+class DumpSource:
+    """Opens binlog dumps: each :meth:`open` is one replication connection reading from
+    ``file:pos`` (its packets, and a ``close`` for the connection)."""
+
+    def __init__(self, connect: Connect, server_id: int) -> None:
+        self.connect = connect
+        self.server_id = server_id
+
+    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator[bytes], Callable[[], None]]:
+        """(an event reader for the dump, its packets, a close for the connection)"""
+        conn = self.connect()
+        try:
+            checksum = prepare_dump_session(conn)
+            packets = dump_packets(conn, self.server_id, file, pos)
+        except BaseException:
+            _close(conn)
+            raise
+        return EventReader(file, pos, checksum), packets, lambda: _close(conn)
+
+
 class RangeReader:
     """One pass over ``(start, end]`` yielding :class:`ChangeBlock`s of ``tables``.
 
@@ -294,8 +314,7 @@ class RangeReader:
 
     def __init__(
         self,
-        connect: Connect,
-        server_id: int,
+        source: DumpSource,
         start: BinlogPosition,
         end: BinlogPosition,
         tables: set[str],
@@ -304,8 +323,7 @@ class RangeReader:
         slot: int = 0,
         decoder: str | None = None,
     ) -> None:
-        self.connect = connect
-        self.server_id = server_id
+        self.source = source
         self.start = start
         self.end = end
         self.tables = tables
@@ -321,18 +339,15 @@ class RangeReader:
         end = self.end.coordinates
         if self.start.coordinates >= end:
             return
-        conn = self.connect()
+        reader, packets, close = self.source.open(self.start.file, self.start.pos)
         reached = self.start.coordinates
         try:
-            prepare_dump_session(conn)
-            reader = EventReader(self.start.file, self.start.pos)
             maps = TableMaps(self.decoder)
             last = (None, -1)
             sub = 0
             xa_start: tuple[str, int] | None = None
             txn_start: tuple[str, int] = (self.start.file, self.start.pos)
             in_xa: str | None = None
-            packets = dump_packets(conn, self.server_id, self.start.file, self.start.pos)
             for event in reader.events(packets):
                 where = (_file_number(event.file), event.end_pos)
                 if where > end:
@@ -380,12 +395,9 @@ class RangeReader:
                         yield from self._xa_commit(str(xid).lower(), event)
                 else:
                     _check_skippable(event)
-            else:
-                # The dump ended (EOF) before passing the planned end: it must be there.
-                pass
             yield from self._flush_all()
         finally:
-            _close(conn)
+            close()
         if reached < end:
             raise BinlogRangeError(
                 f"the binlog ended at {reached} before the planned position {self.end}; the "
@@ -456,14 +468,11 @@ class RangeReader:
         if not self._next_unit():
             return
         yield from self._flush_all()  # keep binlog order per table across the re-read
-        conn = self.connect()
+        reader, packets, close = self.source.open(begin[0], begin[1])
         try:
-            prepare_dump_session(conn)
-            reader = EventReader(begin[0], begin[1])
             maps = TableMaps(self.decoder)
             position = (_file_number(commit.file), commit.end_pos)
             sub = 0
-            packets = dump_packets(conn, self.server_id, begin[0], begin[1])
             for event in reader.events(packets):
                 if event.type == c.TABLE_MAP:
                     maps.add(event, reader.format)
@@ -476,7 +485,7 @@ class RangeReader:
                 raise XaTransactionError(f"the XA PREPARE of {xid} was not found from {begin}")
             yield from self._flush_all()
         finally:
-            _close(conn)
+            close()
 
     def _check_statement(self, schema: str, query: str, event: Event) -> None:
         statement, targets = destructive_targets(query, schema or "")

@@ -22,7 +22,7 @@ from cdc_source.partitions import BinlogTask
 from cdc_source.sequence import binlog_seq_array
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import ChangeBlock, RangeReader
+from reader.binlog_range import ChangeBlock, DumpSource, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
 from reader.key_weights import WeightResolver
 
@@ -59,8 +59,7 @@ class BinlogReader:
             if not owned:
                 return
             reader = RangeReader(
-                lambda: self.connect(self.connection_kwargs),
-                self.task.server_id,
+                DumpSource(lambda: self.connect(self.connection_kwargs), self.task.server_id),
                 self.task.start,
                 self.task.end,
                 owned,

@@ -24,7 +24,7 @@ from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import RangeReader
+from reader.binlog_range import DumpSource, RangeReader
 from reader.frontier import READ
 from reader.key_weights import WeightResolver
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
@@ -104,8 +104,7 @@ class ChunkReader:
         tables = {c.table.name: c.table for c in self.task.chunks}
         keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
         reader = RangeReader(
-            lambda: self.connect(self.connection_kwargs),
-            self.task.server_id,
+            DumpSource(lambda: self.connect(self.connection_kwargs), self.task.server_id),
             start,
             end,
             set(tables),

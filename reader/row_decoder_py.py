@@ -85,6 +85,13 @@ def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, i
     the leading and trailing partial groups in fewer; the first bit is the sign (set for
     positive), negative values are stored inverted. Returns (negative, integer part,
     fraction digits as an integer of ``scale`` digits)."""
+    if not 1 <= precision <= 65 or not 0 <= scale <= min(precision, 30):
+        raise RowDecodeError(f"DECIMAL({precision},{scale}) cannot be decoded")
+    if len(raw) != decimal_size(precision, scale):
+        raise RowDecodeError(
+            f"DECIMAL({precision},{scale}) needs {decimal_size(precision, scale)} "
+            f"bytes, has {len(raw)}"
+        )
     negative = not raw[0] & 0x80
     data = bytearray(raw)
     data[0] ^= 0x80

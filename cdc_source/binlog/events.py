@@ -274,10 +274,10 @@ class EventReader:
     FORMAT_DESCRIPTION and GTID list a server sends first when a dump starts inside a
     file) are consumed here and never reach the caller."""
 
-    def __init__(self, file: str, pos: int = 4) -> None:
+    def __init__(self, file: str, pos: int = 4, checksum: bool = True) -> None:
         self.file = file
         self.next_start = pos
-        self.format = Format()
+        self.format = Format(checksum=CHECKSUM_CRC32 if checksum else CHECKSUM_NONE)
 
     def events(self, packets: Iterable[bytes]) -> Iterator[Event]:
         for data in packets:

@@ -23,14 +23,21 @@ class BinlogServerError(RuntimeError):
         self.code = code
 
 
-def prepare_dump_session(conn) -> None:
+def prepare_dump_session(conn) -> bool:
     """Tell the server what this reader understands: checksums as the server writes them
     (MySQL's dump thread refuses a replica that does not announce them), and MariaDB's
-    GTID events (capability 4, ``MARIA_SLAVE_CAPABILITY_GTID``) instead of fake BEGINs."""
+    GTID events (capability 4, ``MARIA_SLAVE_CAPABILITY_GTID``) instead of fake BEGINs.
+
+    Returns whether events carry a CRC32, which the first event of the dump (a ROTATE
+    sent before any FORMAT_DESCRIPTION) needs to be read."""
     with conn.cursor() as cur:
+        cur.execute("SELECT @@global.binlog_checksum")
+        (checksum,) = cur.fetchone()
         cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
         cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
         cur.execute("SET @mariadb_slave_capability = 4")
+    checksum = checksum.decode() if isinstance(checksum, bytes) else str(checksum)
+    return checksum.upper() == "CRC32"
 
 
 def dump_packets(conn, server_id: int, file: str, pos: int) -> Iterator[bytes]:

@@ -256,10 +256,9 @@ def xid_body(xid: int) -> bytes:
     return struct.pack("<Q", xid)
 
 
-def rotate(file: str, pos: int = 4) -> bytes:
-    return event(
-        4, struct.pack("<Q", pos) + file.encode(), 0, timestamp=0, checksum=False, flags=0x20
-    )
+def rotate(file: str, pos: int = 4, checksum: bool = True) -> bytes:
+    body = struct.pack("<Q", pos) + file.encode()
+    return event(4, body, 0, timestamp=0, checksum=checksum, flags=0x20)
 
 
 # ---- MySQL binary JSON (json_binary.h) ----------------------------------------------
@@ -349,3 +348,56 @@ def _container(items: list, is_object: bool, large: bool) -> tuple[int, bytes]:
     total = header + len(body)
     kind = (0x00 if is_object else 0x02) + (1 if large else 0)
     return kind, count.to_bytes(size_len, "little") + total.to_bytes(size_len, "little") + body
+
+
+class BinlogFile:
+    """A binlog file built event by event, with real positions, that serves a dump from
+    any event boundary the way a server does: a fake ROTATE, the FORMAT_DESCRIPTION, then
+    the events from that position on."""
+
+    def __init__(self, name: str = "binlog.000001", checksum: bool = True) -> None:
+        self.name = name
+        self.checksum = checksum
+        self.fde = format_description(checksum)
+        self.events: list[tuple[int, bytes]] = []  # (start position, bytes)
+        self.pos = 4 + len(self.fde)
+
+    def add(
+        self, event_type: int, body: bytes, timestamp: int = 1_700_000_000, flags: int = 0
+    ) -> int:
+        """Appends an event; returns its end position."""
+        size = 19 + len(body) + (4 if self.checksum else 0)
+        end = self.pos + size
+        data = event(event_type, body, end, timestamp, self.checksum, flags=flags)
+        self.events.append((self.pos, data))
+        self.pos = end
+        return end
+
+    def add_raw(self, data_for_end) -> int:
+        """Appends an event built by ``data_for_end(end_position)`` (e.g. a payload)."""
+        probe = data_for_end(0)
+        end = self.pos + len(probe)
+        self.events.append((self.pos, data_for_end(end)))
+        self.pos = end
+        return end
+
+    def packets(self, file: str, pos: int) -> list[bytes]:
+        assert file == self.name
+        out = [rotate(self.name, pos, self.checksum), self.fde]
+        out += [data for start, data in self.events if start >= pos]
+        return out
+
+
+class FakeDumpSource:
+    """Stands in for ``reader.binlog_range.DumpSource`` over a :class:`BinlogFile`."""
+
+    def __init__(self, binlog: BinlogFile) -> None:
+        self.binlog = binlog
+        self.opened: list[tuple[str, int]] = []
+
+    def open(self, file: str, pos: int):
+        from cdc_source.binlog.events import EventReader
+
+        self.opened.append((file, pos))
+        reader = EventReader(file, pos, self.binlog.checksum)
+        return reader, iter(self.binlog.packets(file, pos)), lambda: None
