@@ -189,11 +189,17 @@ def xa_statement(query: str) -> tuple[str, str, bool] | None:
     return ("START" if verb == "BEGIN" else verb), match.group(2).lower(), bool(match.group(3))
 
 
+_FILE_NUMBERS: dict[str, int] = {}
+
+
 def _file_number(file: str) -> int:
-    return int(re.search(r"(\d+)$", file).group(1))
+    number = _FILE_NUMBERS.get(file)
+    if number is None:
+        number = _FILE_NUMBERS[file] = int(re.search(r"(\d+)$", file).group(1))
+    return number
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RowsEvent:
     """The parsed header of a rows event: where its row data is, and its kind."""
 
@@ -230,7 +236,7 @@ def parse_rows_event(event: Event, fmt: Format, table_map_columns: int | None) -
             raise MalformedEventError(
                 f"{event.where}: {width} columns, its TABLE_MAP has {table_map_columns}"
             )
-        if _count_bits(present, width) != width:
+        if not _complete(present, width):
             raise PartialRowImageError(
                 f"the {image} of the {event.where} lacks columns: the writing session had "
                 "binlog_row_image other than FULL (it is a session variable; MINIMAL and "
@@ -246,8 +252,28 @@ def parse_rows_event(event: Event, fmt: Format, table_map_columns: int | None) -
     return RowsEvent(table_id, kind, data, start, partial)
 
 
-def _count_bits(bitmap: bytes, width: int) -> int:
-    return sum(1 for i in range(width) if bitmap[i >> 3] & (1 << (i & 7)))
+_FULL_BITMAPS: dict[int, bytes] = {}
+
+
+def _complete(present: bytes, width: int) -> bool:
+    """Whether a columns-present bitmap has every one of ``width`` columns (bits past
+    ``width`` in the last byte are not looked at)."""
+    full = _full_bitmap(width)
+    if present == full:
+        return True
+    if not present:
+        return width == 0
+    last = full[-1]
+    return present[:-1] == full[:-1] and present[-1] & last == last
+
+
+def _full_bitmap(width: int) -> bytes:
+    """The columns-present bitmap of an image that has all ``width`` columns."""
+    bitmap = _FULL_BITMAPS.get(width)
+    if bitmap is None:
+        value = (1 << width) - 1
+        bitmap = _FULL_BITMAPS[width] = value.to_bytes((width + 7) // 8, "little")
+    return bitmap
 
 
 class TableMaps:
@@ -367,9 +393,10 @@ class RangeReader:
                     txn_start = (event.file, event.start_pos)
                 elif t == c.MARIADB_GTID:
                     txn_start = (event.file, event.start_pos)
-                    gtid = parse_mariadb_gtid(event.body)
-                    if gtid.flags & FL_PREPARED_XA and gtid.xid is not None:
-                        in_xa, xa_start = str(gtid.xid).lower(), txn_start
+                    if len(event.body) > 12 and event.body[12] & FL_PREPARED_XA:
+                        gtid = parse_mariadb_gtid(event.body)
+                        if gtid.xid is not None:
+                            in_xa, xa_start = str(gtid.xid).lower(), txn_start
                 elif t in (c.QUERY, c.QUERY_COMPRESSED):
                     query = parse_query(event, reader.format)
                     self._check_statement(query.schema, query.query, event)
