@@ -164,8 +164,12 @@ class _Driver:
         self.options = options
         self.tables = tables
         self._conn = None
+        from coordinator.xa_watermark import XaWatermark
+
         self.boundaries = ServerBoundarySource(lambda: connect(options.connection_kwargs()))
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
+        # The driver reads the binlog only between batches, with the range's last id.
+        self.xa = XaWatermark(lambda: connect(options.connection_kwargs()), options.server_ids.last)
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self.checked_files: set[str] = set()
@@ -211,6 +215,7 @@ class _Driver:
         self._ensure_available(start.binlog)
         head = self.target or self.head()
         if start.snapshot is not None:
+            head = self._with_xa(start.binlog, head)
             batch = self.planner.plan(start, head, self._max_chunks(limit))
             self._log_plan(start, batch.end, len(batch.chunks), head)
             self._write_state()
@@ -220,8 +225,18 @@ class _Driver:
             return start
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
+        end = SourceOffset(self._with_xa(start.binlog, head), None, self.fingerprint)
         self._log_plan(start, end, 0, head)
         return end
+
+    def _with_xa(self, start: BinlogPosition | None, head: BinlogPosition) -> BinlogPosition:
+        """``head`` with its XA watermark (coordinator/xa_watermark.py)."""
+        from dataclasses import replace
+
+        watermark = self.xa.at(start, head)
+        if watermark is not None:
+            log.info("XA transaction prepared at %s:%s is unresolved at %s", *watermark, head)
+        return replace(head, xa=watermark)
 
     def partitions(self, start: SourceOffset, end: SourceOffset) -> list[CdcPartition]:
         if same_progress(start, end):
@@ -248,6 +263,7 @@ class _Driver:
                     ids.first + slot,
                     binlog_tasks,
                     slot,
+                    self.options.binlog_decoder,
                 )
                 parts.append(CdcPartition(task))
         chunks = self.planner.chunks_between(start, end)
@@ -264,6 +280,7 @@ class _Driver:
                     ids.first + binlog_tasks + i,
                     self.options.fetch_size,
                     self.options.snapshot_client,
+                    self.options.binlog_decoder,
                 )
                 parts.append(CdcPartition(task))
         return parts

@@ -40,13 +40,17 @@ class BinlogPosition:
     """A point in the binlog: the end of the last event included.
 
     ``ts`` is the wall-clock millisecond the driver observed this head; it is
-    metadata for ``_ts_ms`` of snapshot rows and takes no part in ordering.
+    metadata for ``_ts_ms`` of snapshot rows and takes no part in ordering. ``xa`` is
+    where the oldest XA transaction that is prepared but not resolved at this position
+    begins (its rows are in the binlog before the position, its commit may come after):
+    a function of the position and the binlog, so the offset stays deterministic.
     """
 
     file: str
     pos: int
     gtids: str = ""
     ts: int = 0
+    xa: tuple[str, int] | None = None  # where the oldest XA prepared, unresolved here, begins
 
     @property
     def file_number(self) -> int:
@@ -61,15 +65,25 @@ class BinlogPosition:
         return (self.file_number, self.pos)
 
     def to_json_obj(self) -> dict[str, Any]:
-        return {"file": self.file, "pos": self.pos, "gtids": self.gtids, "ts": self.ts}
+        obj: dict[str, Any] = {
+            "file": self.file,
+            "pos": self.pos,
+            "gtids": self.gtids,
+            "ts": self.ts,
+        }
+        if self.xa is not None:  # only when an XA transaction is open: offsets stay small
+            obj["xa"] = [self.xa[0], self.xa[1]]
+        return obj
 
     @staticmethod
     def from_json_obj(obj: dict[str, Any]) -> BinlogPosition:
+        xa = obj.get("xa")
         return BinlogPosition(
             file=str(obj["file"]),
             pos=int(obj["pos"]),
             gtids=str(obj.get("gtids", "")),
             ts=int(obj.get("ts", 0)),
+            xa=None if xa is None else (str(xa[0]), int(xa[1])),
         )
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 STARTUP_MODES = ("initial", "latest-offset")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
+BINLOG_DECODERS = ("auto", "native", "python")
 
 DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_CHUNKS_PER_BATCH = 64
@@ -45,6 +46,10 @@ OPTION_DOCS: dict[str, str] = {
     "scan.binlog.parallelism": (
         f"binlog tasks per micro-batch, default {DEFAULT_BINLOG_PARALLELISM}: each reads the "
         "batch's binlog range and decodes every n-th row event (decoding is the cost)"
+    ),
+    "scan.binlog.decoder": (
+        "auto (the C extension where built, else pure Python), native or python: the row "
+        "decoder of binlog and normalization reads; both give the same output"
     ),
     "scan.snapshot.parallelism": (
         f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
@@ -90,6 +95,7 @@ class SourceOptions:
     snapshot_parallelism: int = DEFAULT_SNAPSHOT_PARALLELISM
     snapshot_client: str = "auto"
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
+    binlog_decoder: str = "auto"
     connect_timeout: int = 30
 
     def connection_kwargs(self) -> dict:
@@ -198,6 +204,12 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             f"option 'scan.snapshot.client' must be one of {', '.join(SNAPSHOT_CLIENTS)}, "
             f"got '{client}'"
         )
+    decoder = options.get("scan.binlog.decoder", "auto")
+    if decoder not in BINLOG_DECODERS:
+        raise OptionError(
+            f"option 'scan.binlog.decoder' must be one of {', '.join(BINLOG_DECODERS)}, "
+            f"got '{decoder}'"
+        )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
     time_zone = options.get("server-time-zone", "UTC")
@@ -230,4 +242,5 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         binlog_parallelism=_positive_int(
             options, "scan.binlog.parallelism", DEFAULT_BINLOG_PARALLELISM
         ),
+        binlog_decoder=decoder,
     )

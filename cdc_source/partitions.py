@@ -31,6 +31,7 @@ class ChunkTask:
     server_id: int
     fetch_size: int
     client: str = "auto"  # scan.snapshot.client
+    decoder: str = "auto"  # scan.binlog.decoder
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,4 @@ class BinlogTask:
     server_id: int
     stride: int = 1  # this task decodes the row events whose ordinal % stride == slot
     slot: int = 0
+    decoder: str = "auto"  # scan.binlog.decoder

@@ -20,18 +20,15 @@ import numpy as np
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import (
-    FL_PREPARED_XA,
     Event,
-    EventReader,
     Format,
-    parse_mariadb_gtid,
     parse_query,
-    parse_xa_prepare,
     uncompress_mariadb,
 )
 from cdc_source.binlog.table_map import TableMap, parse_table_map, table_id_of
-from cdc_source.binlog.transport import dump_packets, prepare_dump_session
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.wire import Cursor, MalformedEventError
+from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
 from cdc_source.offsets import BinlogPosition
 from reader.row_decoding import NATIVE_ERRORS, PARTIAL_JSON_ERRORS, DecodedRows, RowSink
 from reader.row_plan import json_columns, table_plan
@@ -131,11 +128,6 @@ _PARTITION_CHANGE = re.compile(
 _NAME_LIST_ITEM = re.compile(
     r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*(?:,|$)"
 )
-_XA_STATEMENT = re.compile(
-    r"^\s*XA\s+(START|BEGIN|END|COMMIT|ROLLBACK)\s+(X'[0-9a-fA-F]*',X'[0-9a-fA-F]*',\d+)"
-    r"(\s+ONE\s+PHASE)?",
-    re.I,
-)
 
 
 def _strip_leading_comments(query: str) -> str:
@@ -178,15 +170,6 @@ def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]
         targets.append(_qualified(item.group(1), item.group(2), default_schema))
         position = item.end()
     return statement, targets
-
-
-def xa_statement(query: str) -> tuple[str, str, bool] | None:
-    """('COMMIT'|'ROLLBACK'|'START'|'END', xid text, one phase) of an XA query event."""
-    match = _XA_STATEMENT.match(_strip_leading_comments(query))
-    if not match:
-        return None
-    verb = match.group(1).upper()
-    return ("START" if verb == "BEGIN" else verb), match.group(2).lower(), bool(match.group(3))
 
 
 _FILE_NUMBERS: dict[str, int] = {}
@@ -310,26 +293,6 @@ class TableMaps:
 Connect = Callable[[], object]
 
 
-class DumpSource:
-    """Opens binlog dumps: each :meth:`open` is one replication connection reading from
-    ``file:pos`` (its packets, and a ``close`` for the connection)."""
-
-    def __init__(self, connect: Connect, server_id: int) -> None:
-        self.connect = connect
-        self.server_id = server_id
-
-    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator[bytes], Callable[[], None]]:
-        """(an event reader for the dump, its packets, a close for the connection)"""
-        conn = self.connect()
-        try:
-            checksum = prepare_dump_session(conn)
-            packets = dump_packets(conn, self.server_id, file, pos)
-        except BaseException:
-            _close(conn)
-            raise
-        return EventReader(file, pos, checksum), packets, lambda: _close(conn)
-
-
 class RangeReader:
     """One pass over ``(start, end]`` yielding :class:`ChangeBlock`s of ``tables``.
 
@@ -358,22 +321,19 @@ class RangeReader:
         self.slot = slot
         self.decoder = decoder
         self.accumulators: dict[int, _Accumulator] = {}  # by id() of the table map
-        self.prepared: dict[str, tuple[str, int]] = {}  # xid -> start of its transaction
         self.ordinal = -1
 
     def blocks(self) -> Iterator[ChangeBlock]:
         end = self.end.coordinates
         if self.start.coordinates >= end:
             return
+        tracker = XaTracker(self._prepared_before_start())
         reader, packets, close = self.source.open(self.start.file, self.start.pos)
         reached = self.start.coordinates
         try:
             maps = TableMaps(self.decoder)
             last = (None, -1)
             sub = 0
-            xa_start: tuple[str, int] | None = None
-            txn_start: tuple[str, int] = (self.start.file, self.start.pos)
-            in_xa: str | None = None
             for event in reader.events(packets):
                 where = (_file_number(event.file), event.end_pos)
                 if where > end:
@@ -384,42 +344,17 @@ class RangeReader:
                 last = (event.file, event.end_pos)
                 t = event.type
                 if t in c.ROW_EVENTS:
-                    if in_xa is not None:
-                        continue  # emitted at its XA COMMIT, re-read from xa_start
+                    if tracker.in_xa is not None:
+                        continue  # emitted at its XA COMMIT, read again from its start
                     yield from self._rows(event, reader.format, maps, sub)
                 elif t == c.TABLE_MAP:
                     maps.add(event, reader.format)
-                elif t in (c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED):
-                    txn_start = (event.file, event.start_pos)
-                elif t == c.MARIADB_GTID:
-                    txn_start = (event.file, event.start_pos)
-                    if len(event.body) > 12 and event.body[12] & FL_PREPARED_XA:
-                        gtid = parse_mariadb_gtid(event.body)
-                        if gtid.xid is not None:
-                            in_xa, xa_start = str(gtid.xid).lower(), txn_start
                 elif t in (c.QUERY, c.QUERY_COMPRESSED):
                     query = parse_query(event, reader.format)
                     self._check_statement(query.schema, query.query, event)
-                    xa = xa_statement(query.query)
-                    if xa is None:
-                        continue
-                    verb, xid, _ = xa
-                    if verb == "START":
-                        in_xa, xa_start = xid, txn_start
-                    elif verb == "COMMIT":
-                        yield from self._xa_commit(xid, event)
-                    elif verb == "ROLLBACK":
-                        self.prepared.pop(xid, None)
-                elif t == c.XA_PREPARE:
-                    one_phase, xid = parse_xa_prepare(event.body)
-                    if in_xa is None or xa_start is None:
-                        raise XaTransactionError(
-                            f"{event.where}: XA PREPARE of {xid} without its XA START"
-                        )
-                    self.prepared[str(xid).lower()] = xa_start
-                    in_xa = None
-                    if one_phase:
-                        yield from self._xa_commit(str(xid).lower(), event)
+                    yield from self._xa(tracker.observe(event, reader.format, query.query), event)
+                elif t in _XA_EVENTS:
+                    yield from self._xa(tracker.observe(event, reader.format), event)
                 else:
                     _check_skippable(event)
             yield from self._flush_all()
@@ -430,6 +365,33 @@ class RangeReader:
                 f"the binlog ended at {reached} before the planned position {self.end}; the "
                 "server lost binlog events it had reported (crash with sync_binlog=0?)"
             )
+
+    def _prepared_before_start(self) -> dict[str, tuple[str, int]]:
+        """XA transactions prepared before ``start`` and unresolved at it: the offset
+        carries where the oldest of them begins (``start.xa``); the events from there to
+        ``start`` are read for their XA statements only."""
+        if self.start.xa is None:
+            return {}
+        xa_file, xa_pos = self.start.xa
+        tracker = XaTracker()
+        reader, packets, close = self.source.open(xa_file, xa_pos)
+        try:
+            track(reader.events(packets), lambda: reader.format, tracker, self.start.coordinates)
+        finally:
+            close()
+        return tracker.prepared
+
+    def _xa(self, action, event: Event) -> Iterator[ChangeBlock]:
+        if isinstance(action, XaPrepared) and action.one_phase:
+            yield from self._xa_commit(action.xid, action.begin, event)
+        elif isinstance(action, XaResolved) and action.committed:
+            if action.begin is None:
+                raise XaTransactionError(
+                    f"{event.where}: XA COMMIT {action.xid} of a transaction prepared before "
+                    f"this range's start {self.start}, which the offset does not say where to "
+                    "find; its rows would be lost. Restart the query"
+                )
+            yield from self._xa_commit(action.xid, action.begin, event)
 
     def _next_unit(self) -> bool:
         self.ordinal += 1
@@ -483,15 +445,9 @@ class RangeReader:
                 yield accumulator.take()
         self.accumulators.clear()
 
-    def _xa_commit(self, xid: str, commit: Event) -> Iterator[ChangeBlock]:
+    def _xa_commit(self, xid: str, begin: tuple[str, int], commit: Event) -> Iterator[ChangeBlock]:
         """An XA transaction happens at its commit: its rows, written at XA PREPARE, are
         read again from the transaction's start and emitted at the commit's position."""
-        begin = self.prepared.pop(xid, None)
-        if begin is None:
-            raise XaTransactionError(
-                f"{commit.where}: XA COMMIT {xid} of a transaction prepared before this "
-                f"range's start {self.start}; its rows are not in the range read"
-            )
         if not self._next_unit():
             return
         yield from self._flush_all()  # keep binlog order per table across the re-read
@@ -532,6 +488,7 @@ class RangeReader:
 
 
 _HANDLED_QUIETLY = {c.XID, c.ROTATE, c.FORMAT_DESCRIPTION}
+_XA_EVENTS = {c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED, c.MARIADB_GTID, c.XA_PREPARE}
 
 
 def _check_skippable(event: Event) -> None:
@@ -548,10 +505,3 @@ def _check_skippable(event: Event) -> None:
         f"{event.where}: cdc-mysql cannot decode this event and it is not known to be "
         "ignorable, so the read stops rather than skip it"
     )
-
-
-def _close(conn) -> None:
-    try:
-        conn._force_close() if hasattr(conn, "_force_close") else conn.close()
-    except Exception:  # the connection may already be gone
-        pass

@@ -16,13 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import INTEGER_TYPES, TableSchema
 from cdc_source.keys import key_from_json, needs_weight
 from cdc_source.partitions import BinlogTask
 from cdc_source.sequence import binlog_seq_array
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import ChangeBlock, DumpSource, RangeReader
+from reader.binlog_range import ChangeBlock, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
 from reader.key_weights import WeightResolver
 
@@ -65,6 +66,7 @@ class BinlogReader:
                 owned,
                 stride=self.task.stride,
                 slot=self.task.slot,
+                decoder=self.task.decoder,
             )
             for block in reader.blocks():
                 yield from self._emit(writer, ownership, block)

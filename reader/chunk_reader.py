@@ -15,6 +15,7 @@ from itertools import islice
 
 import pyarrow as pa
 
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
@@ -24,7 +25,7 @@ from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import DumpSource, RangeReader
+from reader.binlog_range import RangeReader
 from reader.frontier import READ
 from reader.key_weights import WeightResolver
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
@@ -108,6 +109,7 @@ class ChunkReader:
             start,
             end,
             set(tables),
+            decoder=self.task.decoder,
         )
         for block in reader.blocks():
             schema = tables[block.table]

@@ -30,8 +30,18 @@ def native_available() -> bool:
     return _rowdecoder is not None
 
 
-def decoder_name() -> str:
-    """'native' or 'python': what :func:`new_sink` builds in this process."""
+def decoder_name(requested: str | None = "auto") -> str:
+    """'native' or 'python': the decoder a sink uses for ``scan.binlog.decoder``
+    (``auto``: the C extension where it is built; the environment variable
+    ``CDC_MYSQL_PURE_PYTHON_DECODER`` forces Python for ``auto``)."""
+    if requested in ("native", "python"):
+        if requested == "native" and _rowdecoder is None:
+            raise RuntimeError(
+                "scan.binlog.decoder=native, but the C row decoder is not built on this "
+                "executor (it needs a C compiler and the Python headers at install time); "
+                "use scan.binlog.decoder=auto or python"
+            )
+        return requested
     if _rowdecoder is None or os.environ.get(FORCE_PYTHON_ENV):
         return "python"
     return "native"
@@ -60,10 +70,7 @@ class RowSink:
     ) -> None:
         self.plan = plan
         self.types = [arrow_type(entry) for entry in plan]
-        decoder = decoder or decoder_name()
-        if decoder == "native" and _rowdecoder is None:
-            raise RuntimeError("the native row decoder is not built")
-        self.native = decoder == "native"
+        self.native = decoder_name(decoder) == "native"
         impl = _rowdecoder.RowSink if self.native else row_decoder_py.PyRowSink
         self._sink = impl(plan, json_count)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from cdc_source.binlog.events import EventReader
+
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
 READ_SIZE = 1 << 20
@@ -87,3 +89,33 @@ def _split_packets(read: Callable[[int], bytes]) -> Iterator[bytes]:
         if not chunk:
             raise BinlogServerError(2013, "the server closed the binlog connection")
         buffer += chunk
+
+
+Connect = Callable[[], object]
+
+
+class DumpSource:
+    """Opens binlog dumps: each :meth:`open` is one replication connection reading from
+    ``file:pos`` (its packets, and a ``close`` for the connection)."""
+
+    def __init__(self, connect: Connect, server_id: int) -> None:
+        self.connect = connect
+        self.server_id = server_id
+
+    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator[bytes], Callable[[], None]]:
+        """(an event reader for the dump, its packets, a close for the connection)"""
+        conn = self.connect()
+        try:
+            checksum = prepare_dump_session(conn)
+            packets = dump_packets(conn, self.server_id, file, pos)
+        except BaseException:
+            _close(conn)
+            raise
+        return EventReader(file, pos, checksum), packets, lambda: _close(conn)
+
+
+def _close(conn) -> None:
+    try:
+        conn._force_close() if hasattr(conn, "_force_close") else conn.close()
+    except Exception:  # the connection may already be gone
+        pass

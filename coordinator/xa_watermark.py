@@ -1,0 +1,138 @@
+"""The XA watermark of a planned position P: where the oldest XA transaction that is
+prepared but unresolved at P begins (``BinlogPosition.xa``).
+
+A batch (P_S, P_E] emits an XA transaction at its commit, and its rows were written at
+its prepare, possibly before P_S; chunk normalization undoes (P_E, Q] the same way. So the
+offset carries the watermark, and readers read its XA statements from there (DESIGN
+section 8). It is computed by reading the binlog's XA statements, never row images, from
+the previous watermark (or P_S) to P_E, and it is a pure function of P_E and the binlog.
+
+Most servers never run XA. Then the scan is skipped: when, after P_E was read, the
+server's XA statement counters (``Com_xa_*``) are all zero and ``XA RECOVER`` lists
+nothing, no XA transaction can be prepared and unresolved at P_E. A transaction prepared
+in this server run counts ``Com_xa_prepare`` (and ``Com_xa_start``/``Com_xa_end``) when its
+statement starts, before its events reach the binlog; one prepared before a restart is
+listed by ``XA RECOVER`` until it is resolved, and its resolution counts
+``Com_xa_commit``/``Com_xa_rollback`` (status counters: MySQL and MariaDB
+``sql_parse.cc``, ``com_stat[lex->sql_command]++`` before execution).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+
+from cdc_source.binlog.transport import DumpSource
+from cdc_source.binlog.xa import Position, XaTracker, track
+from cdc_source.offsets import BinlogPosition
+
+log = logging.getLogger("cdc_mysql")
+
+_COUNTERS = ("com_xa_start", "com_xa_end", "com_xa_prepare", "com_xa_commit", "com_xa_rollback")
+
+
+class XaWatermarkError(RuntimeError):
+    pass
+
+
+def _file_number(file: str) -> int:
+    digits = re.search(r"(\d+)$", file)
+    return int(digits.group(1)) if digits else 0
+
+
+class XaWatermark:
+    def __init__(self, connect: Callable[[], object], server_id: int) -> None:
+        self._connect = connect
+        self._source = DumpSource(connect, server_id)
+        self.scans = 0  # binlog scans done (tests and logs)
+
+    def at(self, start: BinlogPosition | None, end: BinlogPosition) -> Position | None:
+        """The watermark of ``end``, given the batch start (None before the first batch)."""
+        if (start is None or start.xa is None) and self._idle():
+            return None
+        if start is not None:
+            origin = start.xa or (start.file, start.pos)
+            return self._scan(origin, end).oldest_unresolved()
+        return self._search_back(end)
+
+    def _idle(self) -> bool:
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW GLOBAL STATUS LIKE 'Com\\_xa\\_%%'")
+                counters = {str(k).lower(): int(v) for k, v in cur.fetchall()}
+                if any(counters.get(name, 0) for name in _COUNTERS):
+                    return False
+                try:
+                    cur.execute("XA RECOVER")
+                    return not cur.fetchall()
+                except Exception:  # MySQL 8 needs XA_RECOVER_ADMIN: scan instead
+                    return False
+        finally:
+            conn.close()
+
+    def _scan(self, origin: Position, end: BinlogPosition) -> XaTracker:
+        self.scans += 1
+        tracker = XaTracker()
+        reader, packets, close = self._source.open(origin[0], origin[1])
+        try:
+            track(reader.events(packets), lambda: reader.format, tracker, end.coordinates)
+        finally:
+            close()
+        return tracker
+
+    def _search_back(self, end: BinlogPosition) -> Position | None:
+        """No earlier position is known (the first batch): find the prepares of the
+        transactions ``XA RECOVER`` lists, file by file back from ``end``."""
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                files = [str(row[0]) for row in cur.fetchall()]
+                wanted = _recovered(cur)
+        finally:
+            conn.close()
+        files = [f for f in files if _file_number(f) <= end.file_number]
+        tracker = XaTracker()
+        for first in range(len(files) - 1, -1, -1):
+            tracker = self._scan((files[first], 4), end)
+            if wanted is not None and wanted <= set(tracker.prepared):
+                break
+        if wanted and not wanted <= set(tracker.prepared):
+            missing = ", ".join(sorted(wanted - set(tracker.prepared)))
+            log.warning(
+                "XA transactions %s are prepared but their PREPARE is not in the binlog files "
+                "the server keeps; if they commit, the query stops with an error",
+                missing,
+            )
+        return tracker.oldest_unresolved()
+
+
+def _recovered(cur) -> set[str] | None:
+    """The prepared XA transactions, as the binlog spells their ids; None if unknown.
+
+    MySQL: ``XA RECOVER CONVERT XID`` gives the data as hex. MariaDB has no CONVERT XID;
+    its plain ``XA RECOVER`` gives the raw bytes (gtrid then bqual)."""
+    try:
+        cur.execute("XA RECOVER CONVERT XID")
+        rows = [(r[0], int(r[1]), int(r[2]), _from_hex(r[3])) for r in cur.fetchall()]
+    except Exception:
+        try:
+            cur.execute("XA RECOVER")
+            rows = [(r[0], int(r[1]), int(r[2]), _raw(r[3])) for r in cur.fetchall()]
+        except Exception:  # MySQL 8 without XA_RECOVER_ADMIN
+            return None
+    return {
+        f"x'{data[:g].hex()}',x'{data[g : g + b].hex()}',{int(format_id)}"
+        for format_id, g, b, data in rows
+    }
+
+
+def _from_hex(value) -> bytes:
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return bytes.fromhex(text[2:] if text.lower().startswith("0x") else text)
+
+
+def _raw(value) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
