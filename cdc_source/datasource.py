@@ -173,6 +173,13 @@ class _Driver:
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self.checked_files: set[str] = set()
+        from reader.row_decoding import decoder_name
+
+        log.info(
+            "binlog row decoder: %s (scan.binlog.decoder=%s)",
+            decoder_name(options.binlog_decoder),
+            options.binlog_decoder,
+        )
 
     @property
     def conn(self):

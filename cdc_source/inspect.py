@@ -578,9 +578,22 @@ def _tables_text(tables: tuple[str, ...], summary: Summary, done: bool) -> str:
     return "none"
 
 
+def binlog_decoder() -> str:
+    """Which binlog row decoder this installation runs (``scan.binlog.decoder=auto``),
+    found without importing the executor-side package."""
+    import importlib.util
+
+    if importlib.util.find_spec("reader._rowdecoder") is not None:
+        return "native (the C extension reader._rowdecoder)"
+    return "python (the C extension is not built: no compiler at install time)"
+
+
 def _summary_lines(summary: Summary) -> list[str]:
     if summary.batches == 0:
-        return ["  batches         none yet (the query has not planned a batch)"]
+        return [
+            "  batches         none yet (the query has not planned a batch)",
+            f"  binlog decoder  {binlog_decoder()}",
+        ]
     uncommitted = ", ".join(str(b) for b in summary.uncommitted) or "none"
     committed = "none" if summary.last_committed is None else str(summary.last_committed)
     largest = f"largest {summary.largest_offset_bytes}"
@@ -594,7 +607,15 @@ def _summary_lines(summary: Summary) -> list[str]:
         f"  tables done     {_tables_text(summary.tables_done, summary, True)}",
         f"  tables pending  {_tables_text(summary.tables_pending, summary, False)}",
         f"  offset bytes    {largest}, total {summary.total_offset_bytes}",
+        f"  binlog decoder  {binlog_decoder()}",
     ]
+    offset = summary.offset
+    if offset is not None and offset.binlog is not None and offset.binlog.xa is not None:
+        file, pos = offset.binlog.xa
+        lines.append(
+            f"  open XA         a transaction prepared at {file}:{pos} is not resolved at the "
+            "offset; batches read its XA statements from there"
+        )
     if summary.tables_from == "offsets":
         lines.insert(
             4,
@@ -714,6 +735,7 @@ def _summary_json(summary: Summary) -> dict[str, Any]:
             "largest_batch": summary.largest_offset_batch,
             "total": summary.total_offset_bytes,
         },
+        "binlog_decoder": binlog_decoder().split(" ", 1)[0],
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pymysql
 
 from cdc_source.catalog import TableSchema, discover_tables
@@ -9,6 +11,8 @@ from cdc_source.keys import KeyTypeError, encode_component
 from cdc_source.mysql_client import variables
 from cdc_source.options import SourceOptions
 from cdc_source.types import spark_type
+
+log = logging.getLogger("cdc_mysql")
 
 
 class PreflightError(RuntimeError):
@@ -154,7 +158,55 @@ def check_binlog_available(conn, file: str) -> None:
         )
 
 
+BINLOG_CONTENT_SETTINGS = (
+    "log_bin_compress",  # MariaDB 10.2+: QUERY and rows events zlib-compressed (165-171)
+    "binlog_transaction_compression",  # MySQL 8.0.20+: TRANSACTION_PAYLOAD events, zstd
+    "binlog_row_value_options",  # MySQL 8.0.3+: PARTIAL_JSON writes JSON diffs
+)
+
+
+def check_binlog_contents(conn, tables: list[TableSchema]) -> list[str]:
+    """The global settings that change what the binlog holds (DESIGN section 8). Returns
+    what will happen, one line each; raises where the capture could not be exact.
+
+    These are also session variables: a session may still write compressed events, a
+    partial image or partial JSON with other global values. The decoder catches those
+    (it decodes compressed events and refuses partial images with the position)."""
+    found = variables(conn, list(BINLOG_CONTENT_SETTINGS))
+    notes = []
+    if found.get("log_bin_compress", "OFF").upper() in ("ON", "1"):
+        notes.append("log_bin_compress=ON: compressed events (zlib) are decoded")
+    if found.get("binlog_transaction_compression", "OFF").upper() in ("ON", "1"):
+        try:
+            import zstandard  # noqa: F401
+        except ImportError:
+            raise PreflightError(
+                "binlog_transaction_compression=ON: transactions reach the binlog as zstd "
+                "TRANSACTION_PAYLOAD events; install the 'zstandard' package on the driver "
+                "and executors (pip install zstandard)"
+            ) from None
+        notes.append("binlog_transaction_compression=ON: zstd transaction payloads are decoded")
+    value_options = found.get("binlog_row_value_options", "")
+    if "PARTIAL_JSON" in value_options.upper():
+        with_json = [t.name for t in tables if any(c.data_type == "json" for c in t.columns)]
+        if with_json:
+            raise PreflightError(
+                "binlog_row_value_options=PARTIAL_JSON: updates of JSON columns reach the "
+                f"binlog as diffs, not documents, so changes of {', '.join(with_json)} could "
+                "not be streamed exactly. Run SET GLOBAL binlog_row_value_options='' (and "
+                "set it in the server configuration)"
+            )
+        notes.append(
+            "binlog_row_value_options=PARTIAL_JSON: no captured table has a JSON column, so "
+            "it changes nothing captured"
+        )
+    return notes
+
+
 def run_preflight(conn, options: SourceOptions) -> list[TableSchema]:
     check_server_settings(conn)
     check_privileges(conn, options.username)
-    return check_tables(conn, options)
+    tables = check_tables(conn, options)
+    for note in check_binlog_contents(conn, tables):
+        log.info("preflight: %s", note)
+    return tables

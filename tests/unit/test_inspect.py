@@ -118,8 +118,8 @@ def test_text_output_in_the_middle_of_the_snapshot(snapshot_ck: Path, capsys) ->
         "  tables pending  shop.orders",
         "  tables known    only those named in the offsets (connect to list every captured table)",
         "  offset bytes    largest 153 (batch 1), total 457",
+        f"  binlog decoder  {inspect.binlog_decoder()}",
     ]
-    assert out.endswith("457\n")
 
 
 def test_text_output_after_the_hand_over(handed_over_ck: Path, capsys) -> None:
