@@ -23,13 +23,12 @@ from typing import Any
 
 import workload
 from cdc_runs import SnapshotConfig, run_available_now
-from peers import binlog_raw, find_jdbc_jar, jdbc_read, pymysql_scan, short_error
+from peers import find_jdbc_jar, jdbc_read, pymysql_scan, short_error
 from report import Measurement, best_of, load_average, render, skipped
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIGS = "8096x16,8096x128,16384x64,32768x32"
 WARMUP_ROWS = 20_000
-PEER_BINLOG_SERVER_ID = 6001
 PROFILE_SERVER_IDS = (6101, 6102)
 
 
@@ -41,6 +40,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--txn-rows", type=int, default=1000, help="updated rows per transaction (binlog phase)"
+    )
+    parser.add_argument(
+        "--single-changes",
+        type=int,
+        default=20_000,
+        help="single-row autocommit updates for the binlog phase's OLTP shape (0: skip)",
+    )
+    parser.add_argument(
+        "--wide-rows",
+        type=int,
+        default=100_000,
+        help="rows of the 25-column typed table, all updated in 1,000-row transactions (0: skip)",
+    )
+    parser.add_argument(
+        "--big-txn-rows",
+        type=int,
+        default=1_000_000,
+        help="rows of the single transaction whose binlog task memory is measured (0: skip)",
+    )
+    parser.add_argument(
+        "--writes-per-second",
+        type=int,
+        default=2000,
+        help="steady single-row write rate during a second snapshot run (0: skip)",
     )
     parser.add_argument(
         "--configs",
@@ -104,15 +127,6 @@ def build_spark(master: str, jar: str | None):
     return spark
 
 
-def binlog_head(cur) -> tuple[str, int]:
-    try:
-        cur.execute("SHOW BINARY LOG STATUS")
-    except Exception:
-        cur.execute("SHOW MASTER STATUS")
-    row = cur.fetchone()
-    return str(row[0]), int(row[1])
-
-
 def timed(call: Callable[[], Measurement]) -> Measurement:
     """Run one measurement, noting the machine's load average when it started."""
     load = load_average()
@@ -131,7 +145,6 @@ class Bench:
         self.info = info
         self.work_dir = work_dir
         self.results: dict[str, Any] = {}
-        self.binlog_range: tuple[tuple[str, int], tuple[str, int]] | None = None
         self._checkpoints = 0
 
     def checkpoint(self) -> str:
@@ -274,66 +287,59 @@ class Bench:
         return table
 
     # -- binlog ---------------------------------------------------------------------------
-    def _binlog_round(self, spark) -> tuple[Measurement, Measurement, dict[str, Any]]:
-        """Pin the head with a latest-offset query, change rows, then time both readers."""
+    def binlog(self, spark) -> str:
+        from binlog_cases import Shape, create_wide, measure_shape
+
         args = self.args
         rows = self.results.get("table", {}).get("rows", args.rows)
-        checkpoint = self.checkpoint()
-        options = self.source_options(workload.TABLE, **{"scan.startup.mode": "latest-offset"})
-        say("binlog: cdc-mysql query with scan.startup.mode=latest-offset pins the head")
-        run_available_now(spark, options, checkpoint, "binlog start")
-        with self.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
-            start = binlog_head(cur)
-            say(f"binlog: {args.changes:,} updates, {args.txn_rows} rows per transaction")
-            update_seconds = workload.apply_updates(
-                cur, workload.TABLE, rows, args.changes, args.txn_rows
+        shapes = [
+            (
+                Shape(
+                    f"{args.txn_rows}-row transactions", workload.TABLE, args.changes, args.txn_rows
+                ),
+                rows,
             )
-            end = binlog_head(cur)
-        say(f"binlog: updates took {update_seconds:.1f} s, range {start} -> {end}")
-        say("binlog: cdc-mysql availableNow on the same checkpoint")
-        run = timed(lambda: run_available_now(spark, options, checkpoint, "cdc-mysql binlog"))
-        if run.rows != args.changes:
-            run.details["warning"] = f"counted {run.rows:,} rows, {args.changes:,} were changed"
-            say(f"WARNING: {run.details['warning']}")
-        say("binlog peer: pymysqlreplication, same range")
-        peer = timed(
-            lambda: binlog_raw(
-                self.raw_kwargs(),
-                PEER_BINLOG_SERVER_ID,
-                start,
-                end,
-                workload.DATABASE,
-                workload.TABLE,
+        ]
+        if args.single_changes:
+            shapes.append(
+                (
+                    Shape("single-row autocommit changes", workload.TABLE, args.single_changes, 1),
+                    rows,
+                )
             )
-        )
-        span = {
-            "start": list(start),
-            "end": list(end),
-            "update_seconds": round(update_seconds, 2),
-            "bytes": end[1] - start[1] if start[0] == end[0] else None,
-        }
-        return run, peer, span
+        if args.wide_rows:
+            with self.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+                say(f"loading {args.wide_rows:,} rows into the 25-column typed table")
+                create_wide(cur, args.wide_rows)
+            shapes.append(
+                (
+                    Shape("wide typed table, 1000-row transactions", "wide", args.wide_rows, 1000),
+                    args.wide_rows,
+                )
+            )
+        tables, results = [], []
+        for shape, table_rows in shapes:
+            text, result = measure_shape(self, spark, shape, table_rows)
+            tables.append(text)
+            results.append(result)
+        self.results["binlog"] = results
+        return "\n\n".join(tables)
 
-    def binlog(self, spark) -> str:
-        args = self.args
-        rounds = [self._binlog_round(spark) for _ in range(args.repeat)]
-        run = best_of([r[0] for r in rounds])
-        peer = best_of([r[1] for r in rounds])
-        span = rounds[-1][2]
-        self.binlog_range = (tuple(span["start"]), tuple(span["end"]))
-        size = f"{span['bytes'] / 1e6:.1f} MB" if span["bytes"] is not None else "several files"
-        title = (
-            f"Binlog: {args.changes:,} updated rows ({args.txn_rows} per transaction, "
-            f"{size} of binlog), Spark {args.master}, noop sink"
-        )
-        if args.repeat > 1:
-            title += f", best of {args.repeat}"
-        self.results["binlog"] = {
-            "ranges": [r[2] for r in rounds],
-            "runs": [run.to_json()],
-            "peers": [peer.to_json()],
-        }
-        return render(title, [run], [peer])
+    def extras(self, spark) -> str:
+        from binlog_cases import measure_big_transaction, measure_snapshot_under_writes
+
+        args, lines = self.args, []
+        if args.writes_per_second and not args.skip_snapshot:
+            say(f"snapshot under a steady writer ({args.writes_per_second}/s)")
+            text, result = measure_snapshot_under_writes(self, spark, args.writes_per_second)
+            self.results["snapshot_under_writes"] = result
+            lines.append(text)
+        if args.big_txn_rows:
+            say(f"binlog task memory over one {args.big_txn_rows:,}-row transaction")
+            text, result = measure_big_transaction(self, args.big_txn_rows)
+            self.results["big_transaction"] = result
+            lines.append(text)
+        return "\n".join(lines)
 
 
 def write_results(args: argparse.Namespace, results: dict[str, Any]) -> Path:
@@ -387,13 +393,18 @@ def main(argv: list[str] | None = None) -> int:
                 tables.append(bench.snapshot(spark, jar, jar_problem))
             if not args.skip_binlog:
                 tables.append(bench.binlog(spark))
+            extras = bench.extras(spark)
+            if extras:
+                tables.append(extras)
         finally:
             spark.stop()
         if args.profile:
             from profiling import profile_readers
 
+            binlog = bench.results.get("binlog") or [{}]
+            span = binlog[0].get("range")
             bench.results["profile"] = profile_readers(
-                bench, PROFILE_SERVER_IDS, bench.binlog_range
+                bench, PROFILE_SERVER_IDS, tuple(map(tuple, span)) if span else None
             )
     finally:
         server.stop()

@@ -8,6 +8,7 @@ position in the error. Positions are event *end* positions (``log_pos``), as
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
@@ -208,7 +209,9 @@ def unwrap_payload(event: Event) -> Iterator[Event]:
     """The events inside a MySQL TRANSACTION_PAYLOAD (8.0.20+, zstd). The body is a list of
     (type, length, value) length-encoded fields ended by a 0, then the payload: one zstd
     frame of whole events, each with a header and no checksum, ``log_pos`` 0 (events
-    written to a cache). Inner events take the payload event's end position."""
+    written to a cache; libbinlogevents ``Transaction_payload``, sql/binlog.cc). Inner
+    events take the payload event's end position. The payload is inflated as a stream,
+    one inner event at a time, so a huge transaction never sits in memory uncompressed."""
     cur = Cursor(event.body)
     size = compression = uncompressed = None
     while True:
@@ -227,18 +230,23 @@ def unwrap_payload(event: Event) -> Iterator[Event]:
         raise MalformedEventError(f"{event.where}: payload header is incomplete")
     payload = cur.take(size)
     if compression == _ZSTD:
-        payload = _zstd_decompress(payload, uncompressed, event)
-    elif compression != _NO_COMPRESSION:
+        stream = _zstd_stream(payload, event)
+    elif compression == _NO_COMPRESSION:
+        stream = io.BytesIO(payload)
+    else:
         raise UnsupportedEventError(f"{event.where}: unknown compression type {compression}")
     inner = Format(checksum=CHECKSUM_NONE)
-    pos = 0
-    while pos < len(payload):
-        if len(payload) - pos < HEADER_SIZE:
-            raise MalformedEventError(f"{event.where}: truncated inner event")
-        size = int.from_bytes(payload[pos + 9 : pos + 13], "little")
-        if size < HEADER_SIZE or pos + size > len(payload):
+    total = 0
+    while True:
+        header = _read_exactly(stream, HEADER_SIZE, event, allow_end=True)
+        if not header:
+            break
+        size = int.from_bytes(header[9:13], "little")
+        if size < HEADER_SIZE:
             raise MalformedEventError(f"{event.where}: inner event of {size} bytes")
-        inner_event = split_header(payload[pos : pos + size], inner, event.file)
+        data = header + _read_exactly(stream, size - HEADER_SIZE, event)
+        total += size
+        inner_event = split_header(data, inner, event.file)
         yield Event(
             inner_event.type,
             inner_event.timestamp,
@@ -246,11 +254,29 @@ def unwrap_payload(event: Event) -> Iterator[Event]:
             event.file,
             event.end_pos,
             inner_event.body,
+            event.start_pos,
         )
-        pos += size
+    if uncompressed is not None and total != uncompressed:
+        raise MalformedEventError(f"{event.where}: payload inflates to {total}, not {uncompressed}")
 
 
-def _zstd_decompress(data: bytes, expected: int | None, event: Event) -> bytes:
+def _read_exactly(stream, size: int, event: Event, allow_end: bool = False) -> bytes:
+    parts, missing = [], size
+    while missing:
+        try:
+            part = stream.read(missing)
+        except Exception as err:  # zstandard.ZstdError: damaged frame
+            raise MalformedEventError(f"{event.where}: payload is damaged: {err}") from None
+        if not part:
+            if allow_end and missing == size:
+                return b""
+            raise MalformedEventError(f"{event.where}: payload ends inside an inner event")
+        parts.append(part)
+        missing -= len(part)
+    return b"".join(parts)
+
+
+def _zstd_stream(data: bytes, event: Event):
     try:
         import zstandard
     except ImportError:  # pragma: no cover - zstandard is a dependency
@@ -258,14 +284,7 @@ def _zstd_decompress(data: bytes, expected: int | None, event: Event) -> bytes:
             f"{event.where}: binlog_transaction_compression is ON on the server; install "
             "the 'zstandard' package to read it"
         ) from None
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(data)
-        out = reader.read() if expected is None else reader.read(expected + 1)
-    except zstandard.ZstdError as err:
-        raise MalformedEventError(f"{event.where}: zstd payload is damaged: {err}") from None
-    if expected is not None and len(out) != expected:
-        raise MalformedEventError(f"{event.where}: payload inflates to {len(out)}, not {expected}")
-    return out
+    return zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=False)
 
 
 class EventReader:

@@ -15,6 +15,21 @@ def server():
     test_server.stop()
 
 
+def _decoders() -> list[str]:
+    from reader.row_decoding import native_available
+
+    return ["native", "python"] if native_available() else ["python"]
+
+
+@pytest.fixture(scope="session", params=_decoders(), autouse=True)
+def binlog_decoder(request, server):
+    """The whole integration suite runs once per row decoder built here (the C extension
+    and its pure-Python twin), so both carry the same guarantees."""
+    server.decoder = request.param
+    yield request.param
+    server.decoder = None
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession

@@ -25,6 +25,7 @@ class TestServer:
 
     def __init__(self) -> None:
         self.embedded: EmbeddedServer | None = None
+        self.decoder: str | None = None  # scan.binlog.decoder of the queries, when set
         url = os.environ.get(TEST_URL_ENV)
         if url:
             parsed = urlparse(url)
@@ -83,6 +84,8 @@ class TestServer:
             "database-name": database,
             "table-name": table_regex,
         }
+        if self.decoder:
+            options["scan.binlog.decoder"] = self.decoder
         options.update({k.replace("_", "-") if "." not in k else k: v for k, v in extra.items()})
         return options
 

@@ -401,3 +401,8 @@ class FakeDumpSource:
         self.opened.append((file, pos))
         reader = EventReader(file, pos, self.binlog.checksum)
         return reader, iter(self.binlog.packets(file, pos)), lambda: None
+
+
+def with_checksum(data_without_crc: bytes) -> bytes:
+    """An event (header and body, sizes already counting 4 checksum bytes) with its CRC32."""
+    return data_without_crc + struct.pack("<I", zlib.crc32(data_without_crc))

@@ -261,3 +261,13 @@ def test_rows_of_other_tables_are_not_decoded():
     _rows(binlog, 30, b"\xff\xff garbage that would not decode")
     blocks, _ = _read(binlog, tables=("shop.other",))
     assert blocks == []
+
+
+def test_a_payload_that_ends_inside_an_inner_event_is_refused():
+    binlog = enc.BinlogFile()
+    table_map = enc.event(
+        19, enc.table_map_body(TABLE_ID, "shop", "orders", COLUMNS), 0, checksum=False
+    )
+    binlog.add_raw(lambda end: enc.transaction_payload([table_map, table_map[:-7]], end))
+    with pytest.raises(MalformedEventError, match="payload ends inside an inner event"):
+        _read(binlog)

@@ -1,0 +1,262 @@
+"""The binlog phase under three shapes of writes, each measured four ways in one run:
+
+- ``cdc-mysql``: the source in Spark (availableNow on a checkpoint pinned before the
+  writes, so the query reads exactly the range), into the noop sink;
+- ``reader, no Spark``: one binlog task of the source in this process (``run_task``):
+  transport, decoding, ownership, ``_seq`` and Arrow output, without Spark around it;
+- ``decode only``: the range reader's decoded change blocks, no output conversion;
+- the peer, ``pymysqlreplication``: one raw mysql-replication loop over the same range.
+
+Shapes: 1,000-row transactions (batch jobs), single-row autocommit changes (OLTP), and a
+wide typed table (25 columns of the types users ask about).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import workload
+from cdc_runs import run_available_now
+from peers import binlog_raw
+from report import Measurement, load_average, render
+
+WIDE_TABLE = "wide"
+WIDE_DDL = f"""
+CREATE TABLE {WIDE_TABLE} (
+    id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+    t TINYINT, su SMALLINT UNSIGNED, m MEDIUMINT, i INT, b BIGINT,
+    flag TINYINT(1), d DECIMAL(18, 4), big DECIMAL(40, 10), f FLOAT, dbl DOUBLE,
+    bits BIT(12), c CHAR(8), v VARCHAR(64), tx TEXT, bin BINARY(8), vb VARBINARY(32),
+    bl BLOB, dt DATE, dtm DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(3), yr YEAR,
+    e ENUM('new', 'paid', 'shipped'), s SET('a', 'b', 'c')
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4
+"""
+WIDE_ROW = (
+    "{k}, {k} % 100, {k} % 60000, {k} % 8000000, {k}, {k} * 1000003, {k} % 2, "
+    "{k} / 7, {k} * 1.0000000001, {k} / 3, {k} / 9, {k} % 4096, LPAD({k}, 8, 'x'), "
+    "CONCAT('value-', {k}), REPEAT('text ', 8), UNHEX(LPAD(HEX({k}), 16, '0')), "
+    "UNHEX(MD5({k})), UNHEX(SHA1({k})), DATE('2020-01-01') + INTERVAL {k} % 3000 DAY, "
+    "TIMESTAMP('2020-01-01 00:00:00.123456') + INTERVAL {k} SECOND, "
+    "TIMESTAMP('2021-01-01 00:00:00.5') + INTERVAL {k} SECOND, "
+    "SEC_TO_TIME({k} % 86400) + INTERVAL 0.25 SECOND, 1901 + {k} % 200, "
+    "ELT(1 + {k} % 3, 'new', 'paid', 'shipped'), ELT(1 + {k} % 3, 'a', 'a,b', 'a,b,c')"
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    label: str
+    table: str
+    changes: int
+    rows_per_txn: int
+
+
+def create_wide(cur, rows: int) -> None:
+    cur.execute(f"DROP TABLE IF EXISTS {WIDE_TABLE}")
+    cur.execute(WIDE_DDL)
+    step = 10_000
+    for first in range(1, rows + 1, step):
+        last = min(rows, first + step - 1)
+        values = ", ".join(f"({WIDE_ROW.format(k=k)})" for k in range(first, last + 1))
+        cur.execute(f"INSERT INTO {WIDE_TABLE} VALUES {values}")
+
+
+def update_rows(cur, table: str, table_rows: int, changes: int, rows_per_txn: int) -> float:
+    """``changes`` updated rows, ``rows_per_txn`` per transaction (autocommit statements)."""
+    if table == workload.TABLE:
+        return workload.apply_updates(cur, table, table_rows, changes, rows_per_txn)
+    began = time.perf_counter()
+    done, key = 0, 1
+    while done < changes:
+        take = min(rows_per_txn, changes - done, table_rows - key + 1)
+        cur.execute(
+            f"UPDATE {table} SET i = i + 1, dtm = dtm + INTERVAL 1 SECOND "
+            f"WHERE id BETWEEN {key} AND {key + take - 1}"
+        )
+        done += take
+        key = key + take if key + take <= table_rows else 1
+    return time.perf_counter() - began
+
+
+def _head(cur) -> tuple[str, int]:
+    try:
+        cur.execute("SHOW BINARY LOG STATUS")
+    except Exception:
+        cur.execute("SHOW MASTER STATUS")
+    row = cur.fetchone()
+    return str(row[0]), int(row[1])
+
+
+def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement:
+    from cdc_source.binlog.transport import DumpSource
+    from cdc_source.catalog import discover_tables
+    from cdc_source.mysql_client import connect
+    from cdc_source.offsets import BinlogPosition
+    from cdc_source.partitions import BinlogTask
+    from reader.binlog_range import RangeReader
+    from reader.task_runner import run_task
+
+    kwargs = bench.raw_kwargs()
+    conn = connect(kwargs)
+    try:
+        tables = tuple(discover_tables(conn, lambda d, t: d == workload.DATABASE and t == table))
+    finally:
+        conn.close()
+    s, e = BinlogPosition(*start), BinlogPosition(*end)
+    began = time.perf_counter()
+    if decode_only:
+        source = DumpSource(lambda: connect(kwargs), 6201)
+        rows = sum(b.num_rows for b in RangeReader(source, s, e, {tables[0].name}).blocks())
+        name = "decode only, no Spark"
+    else:
+        task = BinlogTask(s, e, tables, None, 6202)
+        rows = sum(b.num_rows for b in run_task(task, kwargs, tables))
+        name = "reader, no Spark"
+    return Measurement(
+        name, "cdc-mysql", rows, time.perf_counter() - began, {"load_1m": round(load_average(), 2)}
+    )
+
+
+def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dict[str, Any]]:
+    options = bench.source_options(shape.table, **{"scan.startup.mode": "latest-offset"})
+    checkpoint = bench.checkpoint()
+    run_available_now(spark, options, checkpoint, "pin the head")
+    with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+        start = _head(cur)
+        seconds = update_rows(cur, shape.table, table_rows, shape.changes, shape.rows_per_txn)
+        end = _head(cur)
+    print(
+        f"[bench] binlog {shape.label}: {shape.changes:,} changes written in {seconds:.1f} s",
+        flush=True,
+    )
+    load = load_average()
+    run = run_available_now(spark, options, checkpoint, "cdc-mysql (Spark)")
+    run.details["load_1m"] = round(load, 2)
+    reader = _in_process(bench, shape.table, start, end, decode_only=False)
+    decode = _in_process(bench, shape.table, start, end, decode_only=True)
+    load = load_average()
+    peer = binlog_raw(bench.raw_kwargs(), 6001, start, end, workload.DATABASE, shape.table)
+    peer.details["load_1m"] = round(load, 2)
+    size = f"{(end[1] - start[1]) / 1e6:.1f} MB" if start[0] == end[0] else "several files"
+    title = f"Binlog, {shape.label}: {shape.changes:,} updated rows ({size} of binlog)"
+    runs = [run, reader, decode]
+    return render(title, runs, [peer]), {
+        "shape": shape.__dict__,
+        "range": [list(start), list(end)],
+        "runs": [r.to_json() for r in runs],
+        "peers": [peer.to_json()],
+    }
+
+
+MEMORY_PROBE = r"""
+import json, resource, sys, time
+sys.path[:0] = {paths!r}
+from cdc_source.catalog import discover_tables
+from cdc_source.mysql_client import connect
+from cdc_source.offsets import BinlogPosition
+from cdc_source.partitions import BinlogTask
+from reader.task_runner import run_task
+kwargs = json.loads(sys.argv[1])
+start, end = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+conn = connect(kwargs)
+tables = tuple(discover_tables(conn, lambda d, t: d == {db!r} and t == {table!r}))
+conn.close()
+import pyarrow  # noqa: loaded before the baseline, as a Spark worker has it
+baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+began = time.perf_counter()
+rows = batches = 0
+for batch in run_task(BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None,
+                                 6301), kwargs, tables):
+    rows += batch.num_rows
+    batches += 1
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"rows": rows, "batches": batches, "seconds": time.perf_counter() - began,
+                  "baseline_kib": baseline, "peak_kib": peak}}))
+"""
+
+
+def measure_big_transaction(bench, rows: int) -> tuple[str, dict[str, Any]]:
+    """Peak RSS of one binlog task (a fresh process) reading a single ``rows``-row
+    transaction: it is bounded by the task's block size, not the transaction's size."""
+    with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+        workload.create_table(cur, "big")
+        workload.load(cur, "big", rows)
+        start = _head(cur)
+        cur.execute("UPDATE big SET qty = qty + 1")
+        end = _head(cur)
+    here = Path(__file__).resolve().parents[1]
+    code = MEMORY_PROBE.format(paths=[str(here)], db=workload.DATABASE, table="big")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            json.dumps(bench.raw_kwargs()),
+            json.dumps(start),
+            json.dumps(end),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ},
+    )
+    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    binlog_mb = (end[1] - start[1]) / 1e6 if start[0] == end[0] else None
+    text = (
+        f"One binlog task over a single {rows:,}-row transaction "
+        f"({binlog_mb:.0f} MB of binlog): {probe['rows']:,} rows in {probe['seconds']:.1f} s, "
+        f"{probe['batches']} Arrow batches; peak RSS {probe['peak_kib'] / 1024:.0f} MiB "
+        f"({(probe['peak_kib'] - probe['baseline_kib']) / 1024:.0f} MiB above the process "
+        "before reading)"
+    )
+    return text, {**probe, "transaction_rows": rows, "binlog_mb": binlog_mb}
+
+
+def measure_snapshot_under_writes(bench, spark, writes_per_second: int) -> tuple[str, dict]:
+    """The default snapshot while a writer commits single-row updates at a steady rate:
+    every snapshot task also decodes the binlog written meanwhile (normalization)."""
+    import threading
+
+    stop = threading.Event()
+    done = [0]
+    table_rows = bench.results["table"]["rows"]
+
+    def writer() -> None:
+        with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+            began = time.perf_counter()
+            key = 1
+            while not stop.is_set():
+                cur.execute(f"UPDATE {workload.TABLE} SET qty = qty + 1 WHERE id = {key}")
+                done[0] += 1
+                key = key % table_rows + 1
+                lag = done[0] / writes_per_second - (time.perf_counter() - began)
+                if lag > 0:
+                    stop.wait(lag)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    began = time.perf_counter()
+    try:
+        run = run_available_now(
+            spark,
+            bench.source_options(workload.TABLE),
+            bench.checkpoint(),
+            "cdc-mysql snapshot under writes",
+        )
+    finally:
+        stop.set()
+        thread.join()
+    seconds = time.perf_counter() - began
+    rate = done[0] / seconds
+    text = (
+        f"Snapshot of {table_rows:,} rows while a writer commits {rate:,.0f} single-row "
+        f"updates/s: {run.rows:,} rows in {run.seconds:.1f} s = {run.rows_per_second:,.0f} rows/s"
+    )
+    return text, {"run": run.to_json(), "writes": done[0], "writes_per_second": round(rate, 1)}
