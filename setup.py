@@ -30,8 +30,15 @@ setup(
         Extension(
             "reader._rowdecoder",
             sources=["reader/_rowdecoder.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                                "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
+            extra_compile_args=[
+                "-O2",
+                "-std=c11",
+                "-Wall",
+                "-Wextra",
+                "-Wno-unused-parameter",
+                "-Wno-missing-field-initializers",
+                "-Wno-cast-function-type",
+            ],
         )
     ],
     cmdclass={"build_ext": OptionalBuildExt},

@@ -36,15 +36,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="snapshot table rows")
     parser.add_argument(
-        "--changes", type=int, default=200_000, help="row updates for the binlog phase"
+        "--changes", type=int, default=1_000_000, help="row updates for the binlog phase"
     )
     parser.add_argument(
         "--txn-rows", type=int, default=1000, help="updated rows per transaction (binlog phase)"
     )
     parser.add_argument(
+        "--binlog-parallelism",
+        type=int,
+        default=0,
+        help="scan.binlog.parallelism of the binlog runs (default: the source's default)",
+    )
+    parser.add_argument(
         "--single-changes",
         type=int,
-        default=20_000,
+        default=100_000,
         help="single-row autocommit updates for the binlog phase's OLTP shape (0: skip)",
     )
     parser.add_argument(

@@ -75,9 +75,9 @@ class XaWatermark:
     def _scan(self, origin: Position, end: BinlogPosition) -> XaTracker:
         self.scans += 1
         tracker = XaTracker()
-        reader, packets, close = self._source.open(origin[0], origin[1])
+        reader, events, close = self._source.open(origin[0], origin[1])
         try:
-            track(reader.events(packets), lambda: reader.format, tracker, end.coordinates)
+            track(events, lambda: reader.format, tracker, end.coordinates)
         finally:
             close()
         return tracker
@@ -94,11 +94,15 @@ class XaWatermark:
         finally:
             conn.close()
         files = [f for f in files if _file_number(f) <= end.file_number]
-        tracker = XaTracker()
-        for first in range(len(files) - 1, -1, -1):
-            tracker = self._scan((files[first], 4), end)
-            if wanted is not None and wanted <= set(tracker.prepared):
-                break
+        if not files:
+            return None
+        if wanted is None:  # which transactions are prepared is unknown: read every file once
+            tracker = self._scan((files[0], 4), end)
+        else:
+            for first in range(len(files) - 1, -1, -1):
+                tracker = self._scan((files[first], 4), end)
+                if wanted <= set(tracker.prepared):
+                    break
         if wanted and not wanted <= set(tracker.prepared):
             missing = ", ".join(sorted(wanted - set(tracker.prepared)))
             log.warning(

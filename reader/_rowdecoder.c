@@ -157,15 +157,35 @@ static int decimal_size(int precision, int scale) {
     return whole / 9 * 4 + DIG2BYTES[whole % 9] + scale / 9 * 4 + DIG2BYTES[scale % 9];
 }
 
+static int append_null(Column *col, const Plan *pl) {
+    if (pl->width > 0) return buf_zeros(&col->values, pl->width);
+    int32_t end = (int32_t)col->values.len;
+    return buf_append(&col->offsets, &end, 4);
+}
+
+static int append_i64(Column *col, int64_t v) { return buf_append(&col->values, &v, 8); }
+
+static int append_bytes(Column *col, const uint8_t *p, size_t n, size_t pad) {
+    size_t total = n < pad ? pad : n;
+    if (total > MAX_VAR_BYTES - col->values.len) {
+        PyErr_SetString(RowDecodeError, "a binary column passed 2 GiB in one block");
+        return -1;
+    }
+    if (buf_append(&col->values, p, n) < 0) return -1;
+    if (total > n && buf_zeros(&col->values, total - n) < 0) return -1;
+    int32_t end = (int32_t)col->values.len;
+    return buf_append(&col->offsets, &end, 4);
+}
+
 /* MySQL binary DECIMAL (bin2decimal): big-endian digit groups, sign in the first bit
  * (set for positive), negative values stored inverted. */
 static int append_decimal(Column *col, Reader *r, const Plan *pl) {
     int precision = pl->a, scale = pl->b, whole = precision - scale;
-    int size = decimal_size(precision, scale);
-    if (precision < 1 || precision > 65 || scale > 30 || scale > precision || size <= 0 || size > 40) {
+    if (precision < 1 || precision > 65 || scale < 0 || scale > 30 || scale > precision) {
         PyErr_Format(RowDecodeError, "DECIMAL(%d,%d) cannot be decoded", precision, scale);
         return -1;
     }
+    int size = decimal_size(precision, scale);  /* at most 30 for DECIMAL(65,30) */
     if (need(r, size) < 0) return -1;
     uint8_t raw[40];
     memcpy(raw, r->p + r->pos, size);
@@ -224,30 +244,7 @@ static int append_decimal(Column *col, Reader *r, const Plan *pl) {
             n += snprintf(text + n, sizeof text - n, "%0*u", digs[i], groups[i]);
         }
     }
-    int32_t end;
-    if (buf_append(&col->values, text, n) < 0) return -1;
-    end = (int32_t)col->values.len;
-    return buf_append(&col->offsets, &end, 4);
-}
-
-static int append_null(Column *col, const Plan *pl) {
-    if (pl->width > 0) return buf_zeros(&col->values, pl->width);
-    int32_t end = (int32_t)col->values.len;
-    return buf_append(&col->offsets, &end, 4);
-}
-
-static int append_i64(Column *col, int64_t v) { return buf_append(&col->values, &v, 8); }
-
-static int append_bytes(Column *col, const uint8_t *p, size_t n, size_t pad) {
-    size_t total = n < pad ? pad : n;
-    if (total > MAX_VAR_BYTES - col->values.len) {
-        PyErr_SetString(RowDecodeError, "a binary column passed 2 GiB in one block");
-        return -1;
-    }
-    if (buf_append(&col->values, p, n) < 0) return -1;
-    if (total > n && buf_zeros(&col->values, total - n) < 0) return -1;
-    int32_t end = (int32_t)col->values.len;
-    return buf_append(&col->offsets, &end, 4);
+    return append_bytes(col, (const uint8_t *)text, (size_t)n, 0);
 }
 
 /* Appends one non-NULL value. *valid is cleared for values with no Spark value
@@ -602,7 +599,20 @@ static int RowSink_init(RowSink *s, PyObject *args, PyObject *kwds) {
     PyObject *seq = PySequence_Fast(plan, "plan must be a sequence");
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > 4096) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many columns"); return -1; }
+    if (n < 1 || n > 4096) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "a row sink needs 1 to 4096 columns");
+        return -1;
+    }
+    if (s->plan) {  /* __init__ called again: drop the old state */
+        free_columns(s->before, s->ncols);
+        free_columns(s->after, s->ncols);
+        buf_free(&s->has_before);
+        buf_free(&s->has_after);
+        PyMem_Free(s->plan);
+        s->plan = NULL;
+        s->before = s->after = NULL;
+    }
     s->ncols = (int)n;
     s->json_count = json_count < 0 ? 0 : json_count;
     s->plan = PyMem_Calloc(n ? n : 1, sizeof(Plan));
@@ -620,9 +630,22 @@ static int RowSink_init(RowSink *s, PyObject *args, PyObject *kwds) {
             PyErr_Format(PyExc_ValueError, "invalid plan entry (%d, %d, %d)", kind, a, b);
             return -1;
         }
-        if ((kind == K_SINT || kind == K_UINT) && (a < 1 || a > 8)) {
+        int bad = 0;
+        switch (kind) {
+        case K_SINT: case K_UINT: case K_ENUM: case K_SET: case K_BIT:
+            bad = a < 1 || a > 8; break;
+        case K_DECIMAL:
+            bad = a < 1 || a > 65 || b > 30 || b > a; break;
+        case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2:
+            bad = a > 6; break;
+        case K_VAR:
+            bad = a < 1 || a > 4; break;
+        default:
+            break;
+        }
+        if (bad) {
             Py_DECREF(seq);
-            PyErr_Format(PyExc_ValueError, "integer width %d", a);
+            PyErr_Format(PyExc_ValueError, "invalid plan entry (%d, %d, %d)", kind, a, b);
             return -1;
         }
         s->plan[i] = (Plan){kind, a, b, plan_width(kind, a)};
@@ -669,17 +692,144 @@ static PyTypeObject RowSinkType = {
     .tp_getset = RowSink_getset,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rowdecoder", NULL, -1, NULL};
+
+/* ---- packet and event splitting ----------------------------------------------------
+ *
+ * split_events(buffer, start, checksum) walks the MySQL packets of a binlog dump in
+ * buffer[start:] and returns (events, consumed, status):
+ *   events    [(type, timestamp, flags, end_pos, body), ...] for each whole event packet,
+ *             up to and including a FORMAT_DESCRIPTION;
+ *             body excludes the 19-byte header and, with checksum, the CRC32, which is
+ *             verified. A FORMAT_DESCRIPTION event comes back whole (header and all) for
+ *             Python to parse: it declares its own checksum algorithm.
+ *   consumed  bytes of buffer[start:] used
+ *   status    0: needs more bytes; 1: the EOF packet was read; 2: the next packet is an
+ *             error packet or a payload split over several packets (>= 16 MiB), which
+ *             Python handles.
+ * A malformed event raises ValueError naming its end position.
+ */
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n--) c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static PyObject *split_events(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start;
+    int checksum;
+    if (!PyArg_ParseTuple(args, "y*np", &view, &start, &checksum)) return NULL;
+    PyObject *events = NULL, *result = NULL;
+    if (start < 0 || start > view.len) {
+        PyErr_SetString(RowDecodeError, "split_events: start outside the buffer");
+        goto done;
+    }
+    events = PyList_New(0);
+    if (!events) goto done;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    size_t len = (size_t)view.len, pos = (size_t)start;
+    int status = 0;
+    while (len - pos >= 4) {
+        size_t plen = (size_t)p[pos] | (size_t)p[pos + 1] << 8 | (size_t)p[pos + 2] << 16;
+        if (len - pos - 4 < plen) break;  /* the packet is not all here yet */
+        const uint8_t *payload = p + pos + 4;
+        if (plen == 0xFFFFFF || plen == 0 || payload[0] == 0xFF) { status = 2; break; }
+        if (payload[0] == 0xFE && plen < 9) { pos += 4 + plen; status = 1; break; }
+        if (payload[0] != 0x00) { status = 2; break; }
+        const uint8_t *ev = payload + 1;
+        size_t evlen = plen - 1;
+        if (evlen < 19) {
+            PyErr_Format(RowDecodeError, "an event of %zu bytes", evlen);
+            goto done;
+        }
+        uint32_t ts = (uint32_t)le(ev, 4);
+        int type = ev[4];
+        uint32_t size = (uint32_t)le(ev + 9, 4);
+        uint32_t end_pos = (uint32_t)le(ev + 13, 4);
+        int flags = (int)le(ev + 17, 2);
+        if (size != evlen) {
+            PyErr_Format(RowDecodeError, "event type %d ending at %u says %u bytes, has %zu",
+                         type, end_pos, size, evlen);
+            goto done;
+        }
+        PyObject *body;
+        if (type == 15) {
+            body = PyBytes_FromStringAndSize((const char *)ev, (Py_ssize_t)evlen);
+        } else {
+            size_t body_end = evlen;
+            if (checksum) {
+                if (evlen < 23) {
+                    PyErr_Format(RowDecodeError, "event type %d ending at %u too short for "
+                                 "its checksum", type, end_pos);
+                    goto done;
+                }
+                body_end -= 4;
+                if (crc32_of(ev, body_end) != (uint32_t)le(ev + body_end, 4)) {
+                    PyErr_Format(RowDecodeError, "CRC32 mismatch in event type %d ending at %u",
+                                 type, end_pos);
+                    goto done;
+                }
+            }
+            body = PyBytes_FromStringAndSize((const char *)ev + 19, (Py_ssize_t)(body_end - 19));
+        }
+        if (!body) goto done;
+        PyObject *item = Py_BuildValue("(iIiIN)", type, ts, flags, end_pos, body);
+        if (!item || PyList_Append(events, item) < 0) { Py_XDECREF(item); goto done; }
+        Py_DECREF(item);
+        pos += 4 + plen;
+        if (type == 15) break;  /* it may change the checksum of the events after it */
+    }
+    result = Py_BuildValue("(Oni)", events, (Py_ssize_t)(pos - (size_t)start), status);
+done:
+    Py_XDECREF(events);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"split_events", split_events, METH_VARARGS,
+     "split_events(buffer, start, checksum) -> (events, consumed, status)"},
+    {NULL}
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rowdecoder", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit__rowdecoder(void) {
+    crc_init();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyType_Ready(&RowSinkType) < 0) return NULL;
+    if (PyType_Ready(&RowSinkType) < 0) goto fail;
     RowDecodeError = PyErr_NewException("reader._rowdecoder.RowDecodeError", PyExc_ValueError, NULL);
+    if (!RowDecodeError) goto fail;
     PartialJsonError = PyErr_NewException("reader._rowdecoder.PartialJsonError", RowDecodeError, NULL);
+    if (!PartialJsonError) goto fail;
     Py_INCREF(&RowSinkType);
-    PyModule_AddObject(m, "RowSink", (PyObject *)&RowSinkType);
-    PyModule_AddObject(m, "RowDecodeError", RowDecodeError);
-    PyModule_AddObject(m, "PartialJsonError", PartialJsonError);
+    if (PyModule_AddObject(m, "RowSink", (PyObject *)&RowSinkType) < 0) {
+        Py_DECREF(&RowSinkType);
+        goto fail;
+    }
+    Py_INCREF(RowDecodeError);
+    if (PyModule_AddObject(m, "RowDecodeError", RowDecodeError) < 0) {
+        Py_DECREF(RowDecodeError);
+        goto fail;
+    }
+    Py_INCREF(PartialJsonError);
+    if (PyModule_AddObject(m, "PartialJsonError", PartialJsonError) < 0) {
+        Py_DECREF(PartialJsonError);
+        goto fail;
+    }
     return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
 }

@@ -231,6 +231,13 @@ class ImageColumns:
                 self._cache[key] = canonical_column(spec, column, raw, self.types[index])
         return self._cache[key]
 
+    def raw(self, side: str, index: int) -> pa.Array:
+        """A column as decoded (physical form), for exact comparisons of key values."""
+        position = self.positions[index]
+        if position is None:
+            return pa.nulls(self.block.num_rows, pa.int64())
+        return (self.block.rows.before if side == "before" else self.block.rows.after)[position]
+
     def python_images(self, side: str) -> list[dict | None]:
         """Per row, the image as a dict of canonical Python values (None where absent)."""
         present = (

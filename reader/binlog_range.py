@@ -274,7 +274,9 @@ class TableMaps:
         if table_map is None:
             if len(self._parsed) > 10_000:
                 self._parsed.clear()
-            table_map = parse_table_map(event.body, fmt.post_header_len(c.TABLE_MAP, 8))
+            table_map = parse_table_map(
+                event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb
+            )
             self._parsed[event.body] = table_map
         self.by_id[table_map.table_id] = table_map
         return table_map
@@ -295,6 +297,10 @@ Connect = Callable[[], object]
 
 class RangeReader:
     """One pass over ``(start, end]`` yielding :class:`ChangeBlock`s of ``tables``.
+
+    Blocks of one table come in binlog order, except that the rows of XA transactions
+    committed in the range come last (they are read again after the pass); every row
+    carries its position, which orders them all (``_seq``).
 
     ``stride``/``slot``: decode only the units (row events, whole XA transactions) whose
     ordinal among the units of ``tables`` is ``slot`` modulo ``stride``; reading past a
@@ -328,13 +334,14 @@ class RangeReader:
         if self.start.coordinates >= end:
             return
         tracker = XaTracker(self._prepared_before_start())
-        reader, packets, close = self.source.open(self.start.file, self.start.pos)
+        commits: list[tuple[str, tuple[str, int], Event]] = []  # XA commits this task emits
+        reader, events, close = self.source.open(self.start.file, self.start.pos)
         reached = self.start.coordinates
         try:
             maps = TableMaps(self.decoder)
             last = (None, -1)
             sub = 0
-            for event in reader.events(packets):
+            for event in events:
                 where = (_file_number(event.file), event.end_pos)
                 if where > end:
                     reached = where
@@ -352,9 +359,9 @@ class RangeReader:
                 elif t in (c.QUERY, c.QUERY_COMPRESSED):
                     query = parse_query(event, reader.format)
                     self._check_statement(query.schema, query.query, event)
-                    yield from self._xa(tracker.observe(event, reader.format, query.query), event)
+                    self._xa(tracker.observe(event, reader.format, query.query), event, commits)
                 elif t in _XA_EVENTS:
-                    yield from self._xa(tracker.observe(event, reader.format), event)
+                    self._xa(tracker.observe(event, reader.format), event, commits)
                 else:
                     _check_skippable(event)
             yield from self._flush_all()
@@ -365,6 +372,10 @@ class RangeReader:
                 f"the binlog ended at {reached} before the planned position {self.end}; the "
                 "server lost binlog events it had reported (crash with sync_binlog=0?)"
             )
+        # Read again only now: a second dump with this task's server id while the first
+        # is open would make the server kill the first (kill_zombie_dump_threads).
+        for xid, begin, commit in commits:
+            yield from self._xa_commit(xid, begin, commit)
 
     def _prepared_before_start(self) -> dict[str, tuple[str, int]]:
         """XA transactions prepared before ``start`` and unresolved at it: the offset
@@ -374,16 +385,17 @@ class RangeReader:
             return {}
         xa_file, xa_pos = self.start.xa
         tracker = XaTracker()
-        reader, packets, close = self.source.open(xa_file, xa_pos)
+        reader, events, close = self.source.open(xa_file, xa_pos)
         try:
-            track(reader.events(packets), lambda: reader.format, tracker, self.start.coordinates)
+            track(events, lambda: reader.format, tracker, self.start.coordinates)
         finally:
             close()
         return tracker.prepared
 
-    def _xa(self, action, event: Event) -> Iterator[ChangeBlock]:
+    def _xa(self, action, event: Event, commits: list) -> None:
+        """Note an XA commit (its rows are read after this pass, see :meth:`blocks`)."""
         if isinstance(action, XaPrepared) and action.one_phase:
-            yield from self._xa_commit(action.xid, action.begin, event)
+            begin = action.begin
         elif isinstance(action, XaResolved) and action.committed:
             if action.begin is None:
                 raise XaTransactionError(
@@ -391,7 +403,11 @@ class RangeReader:
                     f"this range's start {self.start}, which the offset does not say where to "
                     "find; its rows would be lost. Restart the query"
                 )
-            yield from self._xa_commit(action.xid, action.begin, event)
+            begin = action.begin
+        else:
+            return
+        if self._next_unit():
+            commits.append((action.xid, begin, event))
 
     def _next_unit(self) -> bool:
         self.ordinal += 1
@@ -404,6 +420,7 @@ class RangeReader:
         maps: TableMaps,
         sub: int,
         position: tuple[int, int] | None = None,
+        timestamp: int | None = None,
     ) -> Iterator[ChangeBlock]:
         table_id = table_id_of(event.body, fmt.post_header_len(event.type, 8))
         table_map = maps.get(table_id, event)
@@ -435,7 +452,8 @@ class RangeReader:
             ) from None
         file_number, end_pos = position or (_file_number(event.file), event.end_pos)
         accumulator.counts.append(count)
-        accumulator.events.append((file_number, end_pos, sub, event.timestamp))
+        when = event.timestamp if timestamp is None else timestamp
+        accumulator.events.append((file_number, end_pos, sub, when))
         if accumulator.full():
             yield accumulator.take()
 
@@ -447,20 +465,20 @@ class RangeReader:
 
     def _xa_commit(self, xid: str, begin: tuple[str, int], commit: Event) -> Iterator[ChangeBlock]:
         """An XA transaction happens at its commit: its rows, written at XA PREPARE, are
-        read again from the transaction's start and emitted at the commit's position."""
-        if not self._next_unit():
-            return
-        yield from self._flush_all()  # keep binlog order per table across the re-read
-        reader, packets, close = self.source.open(begin[0], begin[1])
+        read again from the transaction's start and emitted at the commit's position and
+        time."""
+        reader, events, close = self.source.open(begin[0], begin[1])
         try:
             maps = TableMaps(self.decoder)
             position = (_file_number(commit.file), commit.end_pos)
             sub = 0
-            for event in reader.events(packets):
+            for event in events:
                 if event.type == c.TABLE_MAP:
                     maps.add(event, reader.format)
                 elif event.type in c.ROW_EVENTS:
-                    yield from self._rows(event, reader.format, maps, sub, position)
+                    yield from self._rows(
+                        event, reader.format, maps, sub, position, commit.timestamp
+                    )
                     sub += 1
                 elif event.type == c.XA_PREPARE:
                     break

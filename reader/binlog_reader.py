@@ -26,6 +26,7 @@ from reader.binlog_columns import ImageColumns
 from reader.binlog_range import ChangeBlock, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
 from reader.key_weights import WeightResolver
+from reader.row_decoding import native_splitter
 
 _OPS = np.array([INSERT, UPDATE, DELETE], dtype=object)
 _OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
@@ -60,7 +61,11 @@ class BinlogReader:
             if not owned:
                 return
             reader = RangeReader(
-                DumpSource(lambda: self.connect(self.connection_kwargs), self.task.server_id),
+                DumpSource(
+                    lambda: self.connect(self.connection_kwargs),
+                    self.task.server_id,
+                    native_splitter(self.task.decoder),
+                ),
                 self.task.start,
                 self.task.end,
                 owned,
@@ -151,7 +156,8 @@ class BinlogReader:
         weighted = False
         for name in schema.primary_key:
             index = schema.column_names.index(name)
-            before, after = images.column("before", index), images.column("after", index)
+            # The decoded values, not the output ones: TINYINT(1) 2 and 3 are both true.
+            before, after = images.raw("before", index), images.raw("after", index)
             equal = pc.fill_null(pc.equal(before, after), False).to_numpy(zero_copy_only=False)
             if needs_weight(schema.column(name)):
                 weighted = weighted or bool((update & ~equal).any())
@@ -192,7 +198,7 @@ class BinlogReader:
             index = schema.column_names.index(key_columns[0].name)
             result = []
             for side, present in (("before", has_before), ("after", has_after)):
-                values = images.column(side, index)
+                values = images.raw(side, index)
                 bound = pa.scalar(after).cast(values.type)
                 owned = pc.fill_null(pc.less_equal(values, bound), False)
                 result.append(owned.to_numpy(zero_copy_only=False) & present)

@@ -29,6 +29,7 @@ from reader.binlog_range import RangeReader
 from reader.frontier import READ
 from reader.key_weights import WeightResolver
 from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
+from reader.row_decoding import native_splitter
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
 from reader.text_columns import text_to_python
 
@@ -105,22 +106,33 @@ class ChunkReader:
         tables = {c.table.name: c.table for c in self.task.chunks}
         keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
         reader = RangeReader(
-            DumpSource(lambda: self.connect(self.connection_kwargs), self.task.server_id),
+            DumpSource(
+                lambda: self.connect(self.connection_kwargs),
+                self.task.server_id,
+                native_splitter(self.task.decoder),
+            ),
             start,
             end,
             set(tables),
             decoder=self.task.decoder,
         )
+        positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
         for block in reader.blocks():
             schema = tables[block.table]
             images = ImageColumns(schema, block, writer.column_types(schema))
             befores = images.python_images("before")
             afters = images.python_images("after")
             pairs = self.weights.image_sort_keys(schema, list(zip(befores, afters)))
-            keyed[block.table].extend(
-                KeyedChange(before_key, before, after_key, after)
-                for (before_key, after_key), before, after in zip(pairs, befores, afters)
+            where = zip(block.file_number, block.end_pos, block.sub, block.row_index)
+            positioned[block.table].extend(
+                (tuple(int(x) for x in at), KeyedChange(before_key, before, after_key, after))
+                for at, (before_key, after_key), before, after in zip(where, pairs, befores, afters)
             )
+        for name, changes in positioned.items():
+            # Binlog order (XA transactions come out of the reader last): first/last
+            # images per key depend on it.
+            changes.sort(key=lambda item: item[0])
+            keyed[name] = [change for _, change in changes]
         result = []
         build = undo_overrides if undo else redo_overrides
         for chunk in self.task.chunks:

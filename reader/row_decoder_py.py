@@ -249,10 +249,16 @@ class PyRowSink:
 
     def __init__(self, plan: tuple[tuple[int, int, int], ...], json_count: int = 0) -> None:
         self.plan = tuple(plan)
-        self.json_count = json_count
+        if not 1 <= len(self.plan) <= 4096:
+            raise ValueError("a row sink needs 1 to 4096 columns")
+        for kind, a, b in self.plan:
+            if _invalid_entry(kind, a, b):
+                raise ValueError(f"invalid plan entry ({kind}, {a}, {b})")
+        self.json_count = max(0, json_count)
         self._reset()
 
     def _reset(self) -> None:
+        self.broken = False
         self.rows = 0
         self.nbytes = 0
         self._has_before: list[bool] = []
@@ -287,6 +293,18 @@ class PyRowSink:
             raise RowDecodeError(f"unknown value_options {options}")
 
     def decode(self, data: bytes, pos: int, end: int, kind: int, partial: bool = False) -> int:
+        """Like the C sink: after an error the sink holds a partial row and refuses more."""
+        if self.broken:
+            raise RowDecodeError("the sink failed earlier and holds a partial row")
+        if kind not in (WRITE, UPDATE, DELETE):
+            raise RowDecodeError(f"row data bounds {pos}..{end} outside {len(data)} bytes")
+        try:
+            return self._decode(data, pos, end, kind, partial)
+        except RowDecodeError:
+            self.broken = True
+            raise
+
+    def _decode(self, data: bytes, pos: int, end: int, kind: int, partial: bool) -> int:
         reader = _Reader(data, pos, end)
         added = 0
         while reader.pos < reader.end:
@@ -320,6 +338,21 @@ class PyRowSink:
         )
         self._reset()
         return result
+
+
+def _invalid_entry(kind: int, a: int, b: int) -> bool:
+    """The plan entries the C sink refuses too (reader/_rowdecoder.c, RowSink_init)."""
+    if not K_SINT <= kind <= K_TIME or not 0 <= a <= 255 or not 0 <= b <= 65535:
+        return True
+    if kind in (K_SINT, K_UINT, K_ENUM, K_SET, K_BIT):
+        return not 1 <= a <= 8
+    if kind == K_DECIMAL:
+        return not (1 <= a <= 65 and b <= 30 and b <= a)
+    if kind in (K_DATETIME2, K_TIMESTAMP2, K_TIME2):
+        return a > 6
+    if kind == K_VAR:
+        return not 1 <= a <= 4
+    return False
 
 
 def _array(values: list, arrow_type: pa.DataType) -> pa.Array:

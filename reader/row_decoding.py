@@ -110,3 +110,8 @@ def _column(parts: tuple, arrow_type: pa.DataType, rows: int) -> pa.Array:
     buffers.append(pa.py_buffer(values))
     array = pa.Array.from_buffers(arrow_type, rows, buffers)
     return array
+
+
+def native_splitter(decoder: str | None = "auto"):
+    """The C packet/event splitter when the native decoder runs, else None (Python)."""
+    return _rowdecoder.split_events if decoder_name(decoder) == "native" else None

@@ -51,6 +51,22 @@ class UnsupportedColumnError(ValueError):
 
 
 def column_plan(column: Column) -> tuple[int, int, int]:
+    entry = _column_plan(column)
+    kind, a, b = entry
+    bad = (
+        (kind == K_DECIMAL and not (1 <= a <= 65 and b <= min(a, 30)))
+        or (kind in (K_DATETIME2, K_TIMESTAMP2, K_TIME2) and a > 6)
+        or (kind in (K_ENUM, K_SET, K_BIT) and not 1 <= a <= 8)
+    )
+    if bad:
+        raise UnsupportedColumnError(
+            f"column {column.name!r} has binlog type {column.type} with metadata "
+            f"{column.meta:#x}, which no server writes"
+        )
+    return entry
+
+
+def _column_plan(column: Column) -> tuple[int, int, int]:
     t, meta = column.type, column.meta
     if t in _INT_WIDTH:
         return (K_UINT if column.unsigned else K_SINT, _INT_WIDTH[t], 0)

@@ -59,6 +59,7 @@ class Format:
 
     checksum: int = CHECKSUM_CRC32
     post_header: bytes = b""
+    mariadb: bool = False  # the server version says MariaDB
 
     def post_header_len(self, event_type: int, default: int) -> int:
         index = event_type - 1
@@ -71,14 +72,16 @@ def parse_format_description(body: bytes) -> Format:
     bytes after it, which servers since 5.6.1 always append, are cut by
     :func:`split_header`)."""
     cur = Cursor(body)
-    cur.skip(2 + 50 + 4)
+    cur.skip(2)
+    version = cur.take(50)
+    cur.skip(4)
     header_len = cur.uint(1)
     if header_len != HEADER_SIZE:
         raise MalformedEventError(f"event header length {header_len}, expected {HEADER_SIZE}")
     rest = cur.rest()
     if not rest:
         raise MalformedEventError("FORMAT_DESCRIPTION event without a checksum algorithm")
-    return Format(checksum=rest[-1], post_header=rest[:-1])
+    return Format(checksum=rest[-1], post_header=rest[:-1], mariadb=b"mariadb" in version.lower())
 
 
 _HEADER = struct.Struct("<IB4xIIH")
@@ -301,19 +304,71 @@ class EventReader:
         self.format = Format(checksum=CHECKSUM_CRC32 if checksum else CHECKSUM_NONE)
 
     def events(self, packets: Iterable[bytes]) -> Iterator[Event]:
+        """Events from whole payloads (one per event, the OK byte removed)."""
         for data in packets:
             event = split_header(data, self.format, self.file, self.next_start)
-            if event.type == c.ROTATE:
-                self.file, self.next_start = parse_rotate(event.body)
-                continue
-            if event.type == c.FORMAT_DESCRIPTION:
-                self.format = parse_format_description(event.body)
-                self.next_start = max(self.next_start, event.end_pos)
-                continue
-            if event.end_pos <= self.next_start or event.flags & LOG_EVENT_ARTIFICIAL_F:
-                continue
-            self.next_start = event.end_pos
-            if event.type == c.TRANSACTION_PAYLOAD:
-                yield from unwrap_payload(event)
-                continue
-            yield event
+            yield from self._follow(event)
+
+    def events_from_stream(self, read, splitter=None) -> Iterator[Event]:
+        """Events from the raw dump stream. ``splitter`` (the C ``split_events``) frames
+        packets, parses headers and checks CRC32s a read at a time; payloads it leaves
+        (errors, events over 16 MiB) and streams without it go the Python way."""
+        from cdc_source.binlog.transport import _split_packets, read_chunk, take_payload
+
+        if splitter is None:
+            yield from self.events(_split_packets(read))
+            return
+        buffer = bytearray()
+        start = 0
+        while True:
+            try:
+                found, used, status = splitter(
+                    buffer, start, self.format.checksum == CHECKSUM_CRC32
+                )
+            except ValueError as err:  # the native splitter's RowDecodeError
+                raise MalformedEventError(f"{err} in {self.file}") from None
+            start += used
+            for event_type, timestamp, flags, end_pos, body in found:
+                if event_type == c.FORMAT_DESCRIPTION:
+                    event = split_header(body, self.format, self.file, self.next_start)
+                else:
+                    event = Event(
+                        event_type, timestamp, flags, self.file, end_pos, body, self.next_start
+                    )
+                yield from self._follow(event)
+            if status == 1:
+                return
+            if found and found[-1][0] == c.FORMAT_DESCRIPTION:
+                continue  # the splitter stops there; what follows may already be buffered
+            if status == 2:
+                payload, used = take_payload(buffer, start)
+                if payload is not None:
+                    start += used
+                    if not payload:
+                        return
+                    yield from self._follow(
+                        split_header(payload, self.format, self.file, self.next_start)
+                    )
+                    continue
+            if start:
+                del buffer[:start]
+                start = 0
+            buffer += read_chunk(read)
+
+    def _follow(self, event: Event) -> Iterator[Event]:
+        """Track ROTATE and FORMAT_DESCRIPTION, drop events not at a position of the file
+        read, unwrap transaction payloads."""
+        if event.type == c.ROTATE:
+            self.file, self.next_start = parse_rotate(event.body)
+            return
+        if event.type == c.FORMAT_DESCRIPTION:
+            self.format = parse_format_description(event.body)
+            self.next_start = max(self.next_start, event.end_pos)
+            return
+        if event.end_pos <= self.next_start or event.flags & LOG_EVENT_ARTIFICIAL_F:
+            return
+        self.next_start = event.end_pos
+        if event.type == c.TRANSACTION_PAYLOAD:
+            yield from unwrap_payload(event)
+            return
+        yield event

@@ -24,7 +24,11 @@ ENUM_AND_SET_DEFAULT_CHARSET = 10
 ENUM_AND_SET_COLUMN_CHARSET = 11
 COLUMN_VISIBILITY = 12
 
+# Columns with a bit in the SIGNEDNESS field: MySQL's has_signedess_information_type
+# includes YEAR, and MariaDB 10.11 writes one for it too (seen: INT, YEAR, INT UNSIGNED
+# gives 0b011).
 _NUMERIC = {
+    c.T_YEAR,
     c.T_DECIMAL,
     c.T_TINY,
     c.T_SHORT,
@@ -102,7 +106,9 @@ def _resolve_string(meta: int) -> tuple[int, int]:
     return c.T_STRING, length
 
 
-def parse_table_map(body: bytes, post_header_len: int) -> TableMap:
+def parse_table_map(body: bytes, post_header_len: int, mariadb: bool = False) -> TableMap:
+    """``mariadb``: MariaDB counts GEOMETRY among the character columns of the charset
+    fields (log_event_client.cc ``is_character_type``); MySQL does not."""
     cur = Cursor(body)
     table_id = cur.uint(4 if post_header_len == 6 else 6)
     cur.skip(post_header_len - (4 if post_header_len == 6 else 6))
@@ -132,7 +138,7 @@ def parse_table_map(body: bytes, post_header_len: int) -> TableMap:
             "binlog_row_metadata=FULL (MySQL >= 8.0.14, MariaDB >= 10.5)"
         )
     signed_bits = fields.get(SIGNEDNESS, b"")
-    collations = _collations(fields, types, metas)
+    collations = _collations(fields, types, metas, mariadb)
     columns = []
     numeric_index = 0
     for i, (column_type, meta) in enumerate(zip(types, metas)):
@@ -158,9 +164,11 @@ def parse_table_map(body: bytes, post_header_len: int) -> TableMap:
     return TableMap(table_id, database, table, tuple(columns))
 
 
-def _is_character(column_type: int, meta: int) -> bool:
+def _is_character(column_type: int, meta: int, mariadb: bool) -> bool:
     if column_type == c.T_STRING:
         return _resolve_string(meta)[0] == c.T_STRING
+    if column_type == c.T_GEOMETRY:
+        return mariadb
     return column_type in (
         c.T_VARCHAR,
         c.T_VAR_STRING,
@@ -171,8 +179,8 @@ def _is_character(column_type: int, meta: int) -> bool:
     )
 
 
-def _collations(fields: dict, types: bytes, metas: list[int]) -> dict[int, int]:
-    character = [i for i, (t, m) in enumerate(zip(types, metas)) if _is_character(t, m)]
+def _collations(fields: dict, types: bytes, metas: list[int], mariadb: bool) -> dict[int, int]:
+    character = [i for i, (t, m) in enumerate(zip(types, metas)) if _is_character(t, m, mariadb)]
     result: dict[int, int] = {}
     if COLUMN_CHARSET in fields:
         result.update(zip(character, fields[COLUMN_CHARSET]))

@@ -8,8 +8,11 @@ and then an EOF packet, so a reader that stops at a planned position never waits
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from cdc_source.binlog.events import EventReader
+if TYPE_CHECKING:
+    from cdc_source.binlog.events import EventReader
+
 
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
@@ -42,8 +45,8 @@ def prepare_dump_session(conn) -> bool:
     return checksum.upper() == "CRC32"
 
 
-def dump_packets(conn, server_id: int, file: str, pos: int) -> Iterator[bytes]:
-    """Event payloads (the OK byte removed) from ``file:pos`` on, until the server's EOF."""
+def start_dump(conn, server_id: int, file: str, pos: int) -> Callable[[int], bytes]:
+    """Sends the dump command; returns a reader of the raw stream (MySQL packets)."""
     payload = (
         pos.to_bytes(4, "little")
         + BINLOG_DUMP_NON_BLOCK.to_bytes(2, "little")
@@ -51,7 +54,47 @@ def dump_packets(conn, server_id: int, file: str, pos: int) -> Iterator[bytes]:
         + file.encode()
     )
     conn._execute_command(COM_BINLOG_DUMP, payload)
-    return _split_packets(conn._rfile.read1)
+    return conn._rfile.read1
+
+
+def dump_packets(conn, server_id: int, file: str, pos: int) -> Iterator[bytes]:
+    """Event payloads (the OK byte removed) from ``file:pos`` on, until the server's EOF."""
+    return _split_packets(start_dump(conn, server_id, file, pos))
+
+
+def take_payload(buffer: bytearray, start: int) -> tuple[bytes | None, int]:
+    """One whole payload at ``buffer[start:]`` (joined when it spans several 16 MiB
+    packets) and the bytes it used, or (None, 0) when it is not all there yet. An EOF
+    packet gives ``(b"", used)``; an error packet raises :class:`BinlogServerError`."""
+    parts: list[bytes] = []
+    pos = start
+    while len(buffer) - pos >= 4:
+        length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
+        if len(buffer) - pos < 4 + length:
+            return None, 0
+        parts.append(bytes(buffer[pos + 4 : pos + 4 + length]))
+        pos += 4 + length
+        if length == _MAX_PACKET:
+            continue
+        body = b"".join(parts)
+        first = body[0] if body else 0xFE
+        if first == 0x00:
+            return body[1:], pos - start
+        if first == 0xFE and len(body) < 9:
+            return b"", pos - start
+        if first == 0xFF:
+            code = int.from_bytes(body[1:3], "little")
+            message = body[9:] if body[3:4] == b"#" else body[3:]
+            raise BinlogServerError(code, message.decode("utf-8", "replace"))
+        raise BinlogServerError(0, f"unexpected packet starting with {first:#x}")
+    return None, 0
+
+
+def read_chunk(read: Callable[[int], bytes]) -> bytes:
+    chunk = read(READ_SIZE)
+    if not chunk:
+        raise BinlogServerError(2013, "the server closed the binlog connection")
+    return chunk
 
 
 def _split_packets(read: Callable[[int], bytes]) -> Iterator[bytes]:
@@ -85,10 +128,7 @@ def _split_packets(read: Callable[[int], bytes]) -> Iterator[bytes]:
         if start:
             del buffer[:start]
             start = 0
-        chunk = read(READ_SIZE)
-        if not chunk:
-            raise BinlogServerError(2013, "the server closed the binlog connection")
-        buffer += chunk
+        buffer += read_chunk(read)
 
 
 Connect = Callable[[], object]
@@ -96,22 +136,27 @@ Connect = Callable[[], object]
 
 class DumpSource:
     """Opens binlog dumps: each :meth:`open` is one replication connection reading from
-    ``file:pos`` (its packets, and a ``close`` for the connection)."""
+    ``file:pos``. ``splitter`` is the native packet/event splitter where the caller has
+    it (``reader._rowdecoder.split_events``); without it the events are split in Python."""
 
-    def __init__(self, connect: Connect, server_id: int) -> None:
+    def __init__(self, connect: Connect, server_id: int, splitter=None) -> None:
         self.connect = connect
         self.server_id = server_id
+        self.splitter = splitter
 
-    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator[bytes], Callable[[], None]]:
-        """(an event reader for the dump, its packets, a close for the connection)"""
+    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator, Callable[[], None]]:
+        """(the event reader of the dump, its events, a close for the connection)"""
         conn = self.connect()
         try:
             checksum = prepare_dump_session(conn)
-            packets = dump_packets(conn, self.server_id, file, pos)
+            read = start_dump(conn, self.server_id, file, pos)
         except BaseException:
             _close(conn)
             raise
-        return EventReader(file, pos, checksum), packets, lambda: _close(conn)
+        from cdc_source.binlog.events import EventReader
+
+        reader = EventReader(file, pos, checksum)
+        return reader, reader.events_from_stream(read, self.splitter), lambda: _close(conn)
 
 
 def _close(conn) -> None:

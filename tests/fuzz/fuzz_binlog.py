@@ -17,7 +17,7 @@ with atheris.instrument_imports(include=["cdc_source", "reader"]):
     from cdc_source.binlog import events
     from cdc_source.binlog.wire import MalformedEventError
     from reader import json_binary, row_plan
-    from reader.row_decoding import RowSink, native_available
+    from reader.row_decoding import RowSink, native_available, native_splitter
 
 KINDS = (
     row_plan.K_SINT,
@@ -39,6 +39,7 @@ KINDS = (
     row_plan.K_TIME,
 )
 DECODER = "native" if native_available() else "python"
+SPLITTER = native_splitter(DECODER)
 
 
 def _plan(fdp: atheris.FuzzedDataProvider) -> tuple:
@@ -70,7 +71,7 @@ def _plan(fdp: atheris.FuzzedDataProvider) -> tuple:
 
 def test_one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    target = fdp.ConsumeIntInRange(0, 2)
+    target = fdp.ConsumeIntInRange(0, 3)
     if target == 0:
         plan = _plan(fdp)
         kind = fdp.ConsumeIntInRange(0, 2)
@@ -89,6 +90,13 @@ def test_one_input(data: bytes) -> None:
             for _ in reader.events([body]):
                 pass
         except (MalformedEventError, events.UnsupportedEventError):
+            pass
+    elif target == 3 and SPLITTER is not None:
+        checksum = fdp.ConsumeBool()
+        body = fdp.ConsumeBytes(fdp.remaining_bytes())
+        try:
+            SPLITTER(body, 0, checksum)
+        except ValueError:
             pass
     else:
         body = fdp.ConsumeBytes(fdp.remaining_bytes())

@@ -142,6 +142,8 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
     server.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
         "INSERT INTO t VALUES (1, 'one'), (2, 'two')",
+        "CREATE TABLE filler (id INT PRIMARY KEY, pad CHAR(200))",
+        "INSERT INTO filler SELECT seq, REPEAT('x', 200) FROM seq_1_to_100000",
         database=database,
     )
     options = server.source_options(database, rf"{database}\.t")
@@ -160,6 +162,9 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
     first = read_output(spark, run.out)
     assert {r["id"] for r in first if r["_op"] != "r"} == {3}
     server.execute("XA COMMIT 'later'", database=database)
+    # Tens of MB after the commit: the range's dump is still streaming when the XA
+    # transaction is read again (a second dump with the same server id would kill it).
+    server.execute("UPDATE filler SET pad = REPEAT('y', 200)", database=database)
     _xa(server, database, "onephase", ["INSERT INTO t VALUES (7000, 'one phase')"], None)
     server.execute(
         "XA COMMIT 'onephase'",

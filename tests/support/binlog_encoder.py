@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import struct
 import zlib
+from collections.abc import Callable
 from decimal import Decimal
 
 # column type codes (field_types.h)
@@ -179,7 +180,8 @@ def table_map_body(table_id: int, db: str, table: str, columns: list[tuple]) -> 
     numeric = [
         c
         for c in columns
-        if c[1] in (TINY, SHORT, INT24, LONG, LONGLONG, FLOAT, DOUBLE, NEWDECIMAL)
+        # MySQL's has_signedess_information_type: the numeric types and YEAR
+        if c[1] in (TINY, SHORT, INT24, LONG, LONGLONG, FLOAT, DOUBLE, NEWDECIMAL, YEAR)
     ]
     signedness = bytearray((len(numeric) + 7) // 8)
     for i, c in enumerate(numeric):
@@ -388,11 +390,34 @@ class BinlogFile:
         return out
 
 
-class FakeDumpSource:
-    """Stands in for ``reader.binlog_range.DumpSource`` over a :class:`BinlogFile`."""
+def packet_stream(payloads: list[bytes], chunk: int = 7) -> Callable[[int], bytes]:
+    """The dump's raw bytes as a server sends them: each event in a MySQL packet (3-byte
+    length, sequence number, 0x00), then the EOF packet; read back ``chunk`` bytes at a
+    time, so packets straddle reads."""
+    raw = bytearray()
+    for seq, data in enumerate(payloads):
+        body = b"\x00" + data
+        raw += len(body).to_bytes(3, "little") + bytes([seq % 256]) + body
+    raw += (5).to_bytes(3, "little") + b"\x00" + b"\xfe\x00\x00\x02\x00"
+    position = [0]
 
-    def __init__(self, binlog: BinlogFile) -> None:
+    def read(size: int) -> bytes:
+        take = min(size, chunk)
+        part = bytes(raw[position[0] : position[0] + take])
+        position[0] += len(part)
+        return part
+
+    return read
+
+
+class FakeDumpSource:
+    """Stands in for ``cdc_source.binlog.transport.DumpSource`` over a :class:`BinlogFile`,
+    with the native packet splitter or the Python one."""
+
+    def __init__(self, binlog: BinlogFile, splitter=None, chunk: int = 97) -> None:
         self.binlog = binlog
+        self.splitter = splitter
+        self.chunk = chunk
         self.opened: list[tuple[str, int]] = []
 
     def open(self, file: str, pos: int):
@@ -400,7 +425,8 @@ class FakeDumpSource:
 
         self.opened.append((file, pos))
         reader = EventReader(file, pos, self.binlog.checksum)
-        return reader, iter(self.binlog.packets(file, pos)), lambda: None
+        read = packet_stream(self.binlog.packets(file, pos), chunk=self.chunk)
+        return reader, reader.events_from_stream(read, self.splitter), lambda: None
 
 
 def with_checksum(data_without_crc: bytes) -> bytes:

@@ -19,7 +19,7 @@ from reader.binlog_range import (
     UndecodableEventError,
     XaTransactionError,
 )
-from reader.row_decoding import native_available
+from reader.row_decoding import native_available, native_splitter
 from tests.support import binlog_encoder as enc
 
 DECODERS = ["python"] + (["native"] if native_available() else [])
@@ -54,8 +54,8 @@ def _rows(binlog, event_type, rows: bytes, update=False, present=None, v2=True):
     return binlog.add(event_type, body)
 
 
-def _read(binlog, start=None, end=None, decoder="python", tables=("shop.orders",)):
-    source = enc.FakeDumpSource(binlog)
+def _read(binlog, start=None, end=None, decoder="python", tables=("shop.orders",), chunk=97):
+    source = enc.FakeDumpSource(binlog, native_splitter(decoder), chunk)
     start = start or BinlogPosition(binlog.name, 4)
     end = end or BinlogPosition(binlog.name, binlog.pos)
     reader = RangeReader(source, start, end, set(tables), decoder=decoder)
@@ -271,3 +271,54 @@ def test_a_payload_that_ends_inside_an_inner_event_is_refused():
     binlog.add_raw(lambda end: enc.transaction_payload([table_map, table_map[:-7]], end))
     with pytest.raises(MalformedEventError, match="payload ends inside an inner event"):
         _read(binlog)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_a_year_column_keeps_the_signedness_of_the_columns_after_it(decoder):
+    """SIGNEDNESS has a bit for YEAR (MySQL has_signedess_information_type; MariaDB too):
+    an INT UNSIGNED after a YEAR must not take the YEAR's bit."""
+    binlog = enc.BinlogFile()
+    columns = [
+        ("id", enc.LONG, b"", False, False),
+        ("y", enc.YEAR, b"", True, False),
+        ("n", enc.LONG, b"", True, True),
+    ]
+    binlog.add(19, enc.table_map_body(TABLE_ID, "shop", "orders", columns))
+    row = enc.row_image([struct.pack("<i", 1), bytes([124]), struct.pack("<I", 3_000_000_000)])
+    binlog.add(30, enc.rows_body(TABLE_ID, 3, row, False, True))
+    (block,), _ = _read(binlog, decoder=decoder)
+    assert _after(block, 1) == [2024] and _after(block, 2) == [3_000_000_000]
+
+
+def test_mariadb_counts_geometry_among_character_columns_for_collations():
+    """Seen on MariaDB 10.11: (g GEOMETRY, b BINARY(4), c CHAR(4) latin1) writes
+    DEFAULT_CHARSET binary with (2 -> latin1): index 2 counts g. MySQL does not count it."""
+    from cdc_source.binlog.table_map import parse_table_map
+
+    body = bytes.fromhex(
+        "16000000000001000174000279720006030d03fffefe0504fe04fe043e01016002033f0208070100"
+        "040d0269640179016e016701620163080100"
+    )
+    columns = {c.name: c for c in parse_table_map(body, 8, mariadb=True).columns}
+    assert columns["b"].collation == 63 and columns["c"].collation == 8
+    assert columns["n"].unsigned and not columns["id"].unsigned
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("entry", [(5, 5, 10), (7, 7, 0), (9, 9, 0), (8, 12, 0), (12, 9, 0)])
+def test_metadata_no_server_writes_is_refused_by_both_decoders(decoder, entry):
+    from reader.row_decoding import RowSink
+
+    with pytest.raises(ValueError):
+        RowSink((entry,), decoder=decoder)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_a_dump_that_arrives_in_one_read_ends_at_its_eof(decoder):
+    """The whole dump, EOF packet included, is already buffered when the splitter stops
+    after the FORMAT_DESCRIPTION: the reader must not wait for more bytes."""
+    binlog = enc.BinlogFile()
+    _table_map(binlog)
+    _rows(binlog, 30, _image(1, "a", None, None))
+    (block,), _ = _read(binlog, decoder=decoder, chunk=1 << 20)
+    assert _after(block, 0) == [1]
