@@ -122,7 +122,9 @@ def canonical_column(
         return values.cast(target)  # int64, or uint64 -> decimal(20, 0)
     if t == "decimal":
         if (spec.precision or 10) > SPARK_MAX_DECIMAL:
-            return _decimal_text(values, spec.scale or 0)
+            # The decoders write it as canonical_value does: sign, integer digits without
+            # leading zeros ("0" for none), then exactly `scale` fraction digits.
+            return values.cast(pa.string())
         return values.cast(target)
     if t in ("float", "double", "real"):
         return values.cast(target)
@@ -176,15 +178,6 @@ def canonical_column(
 
 def _json_text(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
-
-def _decimal_text(values: pa.Array, scale: int) -> pa.Array:
-    from decimal import Decimal
-
-    return pa.array(
-        [None if v is None else f"{Decimal(v.decode()):.{scale}f}" for v in values.to_pylist()],
-        pa.string(),
-    )
 
 
 def _set_text(masks: pa.Array, members: tuple[str, ...]) -> pa.Array:
