@@ -94,6 +94,17 @@ def _head(cur) -> tuple[str, int]:
     return str(row[0]), int(row[1])
 
 
+def binlog_bytes(cur, start: tuple[str, int], end: tuple[str, int]) -> int:
+    """Bytes of binlog between two positions, across files (``SHOW BINARY LOGS`` sizes)."""
+    if start[0] == end[0]:
+        return end[1] - start[1]
+    cur.execute("SHOW BINARY LOGS")
+    sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
+    names = sorted(sizes, key=lambda name: int(name.rsplit(".", 1)[1]))
+    inside = [n for n in names if start[0] < n < end[0]]
+    return sizes[start[0]] - start[1] + sum(sizes[n] for n in inside) + end[1]
+
+
 def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement:
     from cdc_source.binlog.transport import DumpSource
     from cdc_source.catalog import discover_tables
@@ -132,6 +143,7 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         start = _head(cur)
         seconds = update_rows(cur, shape.table, table_rows, shape.changes, shape.rows_per_txn)
         end = _head(cur)
+        size_bytes = binlog_bytes(cur, start, end)
     print(
         f"[bench] binlog {shape.label}: {shape.changes:,} changes written in {seconds:.1f} s",
         flush=True,
@@ -156,8 +168,10 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
     load = load_average()
     peer = binlog_raw(bench.raw_kwargs(), 6001, start, end, workload.DATABASE, shape.table)
     peer.details["load_1m"] = round(load, 2)
-    size = f"{(end[1] - start[1]) / 1e6:.1f} MB" if start[0] == end[0] else "several files"
-    title = f"Binlog, {shape.label}: {shape.changes:,} updated rows ({size} of binlog)"
+    title = (
+        f"Binlog, {shape.label}: {shape.changes:,} updated rows "
+        f"({size_bytes / 1e6:.1f} MB of binlog)"
+    )
     runs = [run, query, reader, decode]
     return render(title, runs, [peer]), {
         "shape": shape.__dict__,
@@ -203,16 +217,28 @@ print(json.dumps({{"rows": rows, "batches": batches, "seconds": time.perf_counte
 
 
 def measure_big_transaction(bench, rows: int) -> tuple[str, dict[str, Any]]:
-    """Peak RSS of one binlog task (a fresh process) reading a single ``rows``-row
-    transaction: it is bounded by the task's block size, not the transaction's size."""
+    """RSS of one binlog task (a fresh process) reading a single transaction of
+    ``rows // 10`` rows and of ``rows`` rows: bounded by the task's block size (the peak
+    stays flat), not by the transaction's size."""
+    lines, results = [], []
+    for size in (max(1, rows // 10), rows):
+        text, result = _one_big_transaction(bench, size)
+        lines.append(text)
+        results.append(result)
+    return "\n".join(lines), {"runs": results}
+
+
+def _one_big_transaction(bench, rows: int) -> tuple[str, dict[str, Any]]:
+    table = f"big{rows}"
     with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
-        workload.create_table(cur, "big")
-        workload.load(cur, "big", rows)
+        workload.create_table(cur, table)
+        workload.load(cur, table, rows)
         start = _head(cur)
-        cur.execute("UPDATE big SET qty = qty + 1")
+        cur.execute(f"UPDATE {table} SET qty = qty + 1")
         end = _head(cur)
+        size_bytes = binlog_bytes(cur, start, end)
     here = Path(__file__).resolve().parents[1]
-    code = MEMORY_PROBE.format(paths=[str(here)], db=workload.DATABASE, table="big")
+    code = MEMORY_PROBE.format(paths=[str(here)], db=workload.DATABASE, table=table)
     result = subprocess.run(
         [
             sys.executable,
@@ -228,7 +254,7 @@ def measure_big_transaction(bench, rows: int) -> tuple[str, dict[str, Any]]:
         env={**os.environ},
     )
     probe = json.loads(result.stdout.strip().splitlines()[-1])
-    binlog_mb = (end[1] - start[1]) / 1e6 if start[0] == end[0] else None
+    binlog_mb = size_bytes / 1e6
     text = (
         f"One binlog task over a single {rows:,}-row transaction "
         f"({binlog_mb:.0f} MB of binlog): {probe['rows']:,} rows in {probe['seconds']:.1f} s, "
