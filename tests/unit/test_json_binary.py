@@ -1,0 +1,115 @@
+"""MySQL binary JSON (reader/json_binary.py) against documents built by
+tests/support/binlog_encoder.py from the format in json_binary.h: every value type, small
+and large containers, opaque DECIMAL/DATE/TIME/DATETIME values printed as the server
+prints them, and damaged documents refused."""
+
+from __future__ import annotations
+
+import json
+import struct
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reader.json_binary import JsonBinaryError, decode
+from tests.support import binlog_encoder as enc
+
+T_NEWDECIMAL, T_DATE, T_TIME, T_DATETIME, T_BLOB = 246, 10, 11, 12, 252
+
+
+def _packed_datetime(y, mo, d, h, mi, s, us) -> bytes:
+    ymd = ((y * 13 + mo) << 5) | d
+    hms = (h << 12) | (mi << 6) | s
+    return struct.pack("<q", (((ymd << 17) | hms) << 24) + us)
+
+
+def _packed_time(negative, h, mi, s, us) -> bytes:
+    value = (((h << 12) | (mi << 6) | s) << 24) + us
+    return struct.pack("<q", -value if negative else value)
+
+
+def test_scalars_and_containers_decode_to_the_values_encoded():
+    document = {
+        "int16": -5,
+        "uint-ish": 40000,
+        "int32": -2_000_000_000,
+        "int64": 9_000_000_000_000,
+        "uint64": 18_000_000_000_000_000_000,
+        "double": 2.5,
+        "text": "Grüße 🙂",
+        "flags": [True, False, None],
+        "nested": {"a": [1, {"b": "c"}], "": []},
+    }
+    assert decode(enc.json_binary(document)) == document
+
+
+def test_large_containers_with_inlined_32_bit_integers():
+    big = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}  # > 64 KiB
+    kind, body = enc._json_value(big, large=True)
+    assert kind == 0x01
+    assert decode(bytes([kind]) + body) == big
+
+
+@pytest.mark.parametrize(
+    "opaque, printed",
+    [
+        (
+            enc.Opaque(T_NEWDECIMAL, bytes([10, 2]) + enc.decimal_bin(Decimal("-12.50"), 10, 2)),
+            -12.5,
+        ),
+        (
+            enc.Opaque(T_DATETIME, _packed_datetime(2024, 2, 29, 23, 59, 58, 125000)),
+            "2024-02-29 23:59:58.125000",
+        ),
+        (enc.Opaque(T_DATE, _packed_datetime(2001, 12, 31, 0, 0, 0, 0)), "2001-12-31"),
+        (enc.Opaque(T_TIME, _packed_time(True, 838, 59, 59, 0)), "-838:59:59.000000"),
+        (enc.Opaque(T_BLOB, b"\x00\xff"), "base64:type252:AP8="),
+    ],
+)
+def test_opaque_values_read_as_the_server_prints_them(opaque, printed):
+    assert decode(enc.json_binary({"v": opaque})) == {"v": printed}
+
+
+def test_the_canonical_text_matches_the_snapshot_form():
+    from cdc_source.binlog.table_map import Column
+    from cdc_source.catalog import ColumnSpec
+    from reader.binlog_columns import canonical_column
+
+    document = {"b": [1, 2.5, "x"], "a": None}
+    column = Column("doc", 245, 4, False, True, None)
+    spec = ColumnSpec("doc", "json", "json", True)
+    out = canonical_column(spec, column, pa.array([enc.json_binary(document), None]), pa.string())
+    snapshot_text = '{"b": [1, 2.5, "x"], "a": null}'  # as the server's SELECT prints it
+    expected = json.dumps(json.loads(snapshot_text), separators=(",", ":"), sort_keys=True)
+    assert out.to_pylist() == [expected, None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**63), 2**63 - 1)
+        | st.text(max_size=20)
+        | st.floats(allow_nan=False, allow_infinity=False),
+        lambda children: (
+            st.lists(children, max_size=5)
+            | st.dictionaries(st.text(max_size=8), children, max_size=5)
+        ),
+        max_leaves=20,
+    )
+)
+def test_any_document_round_trips(document):
+    assert decode(enc.json_binary(document)) == document
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x00\x05\x00", b"\x0c\x85", b"\x04\x07", b"\x0f\xf6\x01\x00", b"\x02\x01\x00\xff\x00"],
+)
+def test_damaged_documents_are_refused(data):
+    with pytest.raises((JsonBinaryError, ValueError)):
+        decode(data)
