@@ -27,6 +27,8 @@ from cdc_runs import run_available_now
 from peers import binlog_raw
 from report import Measurement, load_average, render
 
+from cdc_source.mysql_client import read_head
+
 WIDE_TABLE = "wide"
 WIDE_DDL = f"""
 CREATE TABLE {WIDE_TABLE} (
@@ -68,30 +70,18 @@ def create_wide(cur, rows: int) -> None:
         cur.execute(f"INSERT INTO {WIDE_TABLE} VALUES {values}")
 
 
+WIDE_UPDATE_SET = "i = i + 1, dtm = dtm + INTERVAL 1 SECOND"
+
+
 def update_rows(cur, table: str, table_rows: int, changes: int, rows_per_txn: int) -> float:
     """``changes`` updated rows, ``rows_per_txn`` per transaction (autocommit statements)."""
-    if table == workload.TABLE:
-        return workload.apply_updates(cur, table, table_rows, changes, rows_per_txn)
-    began = time.perf_counter()
-    done, key = 0, 1
-    while done < changes:
-        take = min(rows_per_txn, changes - done, table_rows - key + 1)
-        cur.execute(
-            f"UPDATE {table} SET i = i + 1, dtm = dtm + INTERVAL 1 SECOND "
-            f"WHERE id BETWEEN {key} AND {key + take - 1}"
-        )
-        done += take
-        key = key + take if key + take <= table_rows else 1
-    return time.perf_counter() - began
+    set_clause = workload.UPDATE_SET if table == workload.TABLE else WIDE_UPDATE_SET
+    return workload.apply_updates(cur, table, table_rows, changes, rows_per_txn, set_clause)
 
 
 def _head(cur) -> tuple[str, int]:
-    try:
-        cur.execute("SHOW BINARY LOG STATUS")
-    except Exception:
-        cur.execute("SHOW MASTER STATUS")
-    row = cur.fetchone()
-    return str(row[0]), int(row[1])
+    file, pos, _, _ = read_head(cur.connection)
+    return file, pos
 
 
 def binlog_bytes(cur, start: tuple[str, int], end: tuple[str, int]) -> int:

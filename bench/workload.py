@@ -76,7 +76,17 @@ def load(cur, name: str, rows: int, max_rows_per_statement: int = 250_000) -> fl
     return time.perf_counter() - began
 
 
-def apply_updates(cur, name: str, table_rows: int, changes: int, rows_per_txn: int) -> float:
+UPDATE_SET = "qty = qty + 1, updated_at = updated_at + INTERVAL 1 SECOND"
+
+
+def apply_updates(
+    cur,
+    name: str,
+    table_rows: int,
+    changes: int,
+    rows_per_txn: int,
+    set_clause: str = UPDATE_SET,
+) -> float:
     """``changes`` row updates, ``rows_per_txn`` rows per transaction (one statement each).
 
     Keys are taken in order and wrap around when ``changes`` exceeds the table.
@@ -87,8 +97,7 @@ def apply_updates(cur, name: str, table_rows: int, changes: int, rows_per_txn: i
     while done < changes:
         take = min(rows_per_txn, changes - done, table_rows - next_key + 1)
         cur.execute(
-            f"UPDATE {name} SET qty = qty + 1, updated_at = updated_at + INTERVAL 1 SECOND "
-            f"WHERE id BETWEEN {next_key} AND {next_key + take - 1}"
+            f"UPDATE {name} SET {set_clause} WHERE id BETWEEN {next_key} AND {next_key + take - 1}"
         )
         done += take
         next_key += take

@@ -20,12 +20,12 @@ listed by ``XA RECOVER`` until it is resolved, and its resolution counts
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.xa import Position, XaTracker, track
 from cdc_source.offsets import BinlogPosition
+from cdc_source.offsets import file_number as _file_number
 
 log = logging.getLogger("cdc_mysql")
 
@@ -34,11 +34,6 @@ _COUNTERS = ("com_xa_start", "com_xa_end", "com_xa_prepare", "com_xa_commit", "c
 
 class XaWatermarkError(RuntimeError):
     pass
-
-
-def _file_number(file: str) -> int:
-    digits = re.search(r"(\d+)$", file)
-    return int(digits.group(1)) if digits else 0
 
 
 class XaWatermark:

@@ -30,6 +30,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.wire import Cursor, MalformedEventError
 from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
 from cdc_source.offsets import BinlogPosition
+from cdc_source.offsets import file_number as _file_number
 from reader.row_decoding import NATIVE_ERRORS, PARTIAL_JSON_ERRORS, DecodedRows, RowSink
 from reader.row_plan import json_columns, table_plan
 
@@ -170,16 +171,6 @@ def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]
         targets.append(_qualified(item.group(1), item.group(2), default_schema))
         position = item.end()
     return statement, targets
-
-
-_FILE_NUMBERS: dict[str, int] = {}
-
-
-def _file_number(file: str) -> int:
-    number = _FILE_NUMBERS.get(file)
-    if number is None:
-        number = _FILE_NUMBERS[file] = int(re.search(r"(\d+)$", file).group(1))
-    return number
 
 
 @dataclass(slots=True)

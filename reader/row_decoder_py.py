@@ -13,6 +13,7 @@ import struct
 
 import pyarrow as pa
 
+from cdc_source.binlog.wire import Cursor
 from reader.row_plan import (
     K_BIT,
     K_DATE,
@@ -48,31 +49,16 @@ class PartialJsonError(RowDecodeError):
     """A PARTIAL_UPDATE_ROWS after-image holds a JSON diff instead of the whole value."""
 
 
-class _Reader:
-    __slots__ = ("data", "pos", "end")
+class _Reader(Cursor):
+    """The event layer's bounded cursor, raising :class:`RowDecodeError`."""
+
+    __slots__ = ()
+    error = RowDecodeError
 
     def __init__(self, data: bytes, pos: int, end: int) -> None:
         if not 0 <= pos <= end <= len(data):
             raise RowDecodeError(f"row data bounds {pos}..{end} outside {len(data)} bytes")
-        self.data, self.pos, self.end = data, pos, end
-
-    def take(self, size: int) -> bytes:
-        if self.pos + size > self.end:
-            raise RowDecodeError(f"row image needs {size} bytes at {self.pos}, past {self.end}")
-        start = self.pos
-        self.pos += size
-        return self.data[start : self.pos]
-
-    def uint(self, size: int) -> int:
-        return int.from_bytes(self.take(size), "little")
-
-    def lenenc(self) -> int:
-        first = self.uint(1)
-        if first < 0xFB:
-            return first
-        if first == 0xFB or first == 0xFF:
-            raise RowDecodeError(f"invalid length-encoded integer {first:#x}")
-        return self.uint({0xFC: 2, 0xFD: 3, 0xFE: 8}[first])
+        super().__init__(data, pos, end)
 
 
 def decimal_size(precision: int, scale: int) -> int:

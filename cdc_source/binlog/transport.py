@@ -57,11 +57,6 @@ def start_dump(conn, server_id: int, file: str, pos: int) -> Callable[[int], byt
     return conn._rfile.read1
 
 
-def dump_packets(conn, server_id: int, file: str, pos: int) -> Iterator[bytes]:
-    """Event payloads (the OK byte removed) from ``file:pos`` on, until the server's EOF."""
-    return _split_packets(start_dump(conn, server_id, file, pos))
-
-
 def take_payload(buffer: bytearray, start: int) -> tuple[bytes | None, int]:
     """One whole payload at ``buffer[start:]`` (joined when it spans several 16 MiB
     packets) and the bytes it used, or (None, 0) when it is not all there yet. An EOF

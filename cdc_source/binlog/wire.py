@@ -10,6 +10,7 @@ class MalformedEventError(ValueError):
 
 class Cursor:
     __slots__ = ("data", "pos", "end")
+    error: type[ValueError] = MalformedEventError  # what a subclass raises instead
 
     def __init__(self, data: bytes | memoryview, pos: int = 0, end: int | None = None) -> None:
         self.data = data
@@ -18,9 +19,7 @@ class Cursor:
 
     def need(self, size: int) -> None:
         if size < 0 or self.pos + size > self.end:
-            raise MalformedEventError(
-                f"needs {size} bytes at offset {self.pos}, has {self.end - self.pos}"
-            )
+            raise self.error(f"needs {size} bytes at offset {self.pos}, has {self.end - self.pos}")
 
     def remaining(self) -> int:
         return self.end - self.pos
@@ -52,7 +51,7 @@ class Cursor:
             return self.uint(3)
         if first == 0xFE:
             return self.uint(8)
-        raise MalformedEventError(f"invalid length-encoded integer prefix {first:#x}")
+        raise self.error(f"invalid length-encoded integer prefix {first:#x}")
 
     def lenenc_bytes(self) -> bytes:
         return self.take(self.lenenc())
@@ -60,7 +59,7 @@ class Cursor:
     def cstring(self) -> bytes:
         end = bytes(self.data[self.pos : self.end]).find(b"\0")
         if end < 0:
-            raise MalformedEventError(f"unterminated string at offset {self.pos}")
+            raise self.error(f"unterminated string at offset {self.pos}")
         value = self.take(end)
         self.pos += 1
         return value

@@ -24,6 +24,7 @@ from cdc_source.binlog.events import (
     parse_query,
     parse_xa_prepare,
 )
+from cdc_source.offsets import file_number as _file_number
 
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)
 _XA_STATEMENT = re.compile(
@@ -106,11 +107,6 @@ class XaTracker:
         if not self.prepared:
             return None
         return min(self.prepared.values(), key=lambda p: (_file_number(p[0]), p[1]))
-
-
-def _file_number(file: str) -> int:
-    digits = re.search(r"(\d+)$", file)
-    return int(digits.group(1)) if digits else 0
 
 
 def track(events: Iterable[Event], fmt_of, tracker: XaTracker, until: tuple[int, int]) -> None:
