@@ -35,7 +35,7 @@ def lenenc(n: int) -> bytes:
 
 def decimal_bin(value: Decimal, precision: int, scale: int) -> bytes:
     negative = value < 0
-    text = f"{abs(value):.{scale}f}"
+    text = f"{value.copy_abs():.{scale}f}"  # copy_abs is exact; abs() rounds to 28 digits
     int_text, _, frac_text = text.partition(".")
     int_digits = precision - scale
     int_text = int_text.rjust(int_digits, "0")[-int_digits:] if int_digits else ""
