@@ -29,6 +29,7 @@ from cdc_source.offsets import SnapshotCursor, SourceOffset, table_fingerprint
 from cdc_source.options import SourceOptions, parse_options
 from cdc_source.output_schema import output_schema
 from cdc_source.partitions import BinlogTask, ChunkTask
+from cdc_source.retry import retrying
 
 log = logging.getLogger("cdc_mysql")
 
@@ -61,11 +62,14 @@ def discover(options: SourceOptions) -> list[TableSchema]:
     """Preflight the server and return the captured tables (driver only)."""
     from cdc_source.preflight import run_preflight
 
-    conn = connect(options.connection_kwargs())
-    try:
-        return run_preflight(conn, options)
-    finally:
-        conn.close()
+    def attempt() -> list[TableSchema]:
+        conn = connect(options.connection_kwargs())
+        try:
+            return run_preflight(conn, options)
+        finally:
+            conn.close()
+
+    return retrying(options.retry_policy(), "checking the server (preflight)", attempt)
 
 
 class CdcMySQLDataSource(DataSource):
@@ -149,4 +153,9 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator:
         from reader.task_runner import run_task
 
-        return run_task(partition.task, self.options.connection_kwargs(), self.tables)
+        return run_task(
+            partition.task,
+            self.options.connection_kwargs(),
+            self.tables,
+            self.options.retry_policy(),
+        )

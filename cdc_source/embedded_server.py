@@ -119,7 +119,7 @@ class EmbeddedServer:
         result = subprocess.run(install, capture_output=True, text=True)
         if result.returncode != 0:
             raise EmbeddedServerError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
-        args = [
+        self._args = [
             self.server_bin,
             "--no-defaults",
             f"--datadir={self.datadir}",
@@ -147,9 +147,7 @@ class EmbeddedServer:
             *self.extra_args,
             *self._run_as_root_args(),
         ]
-        self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
+        self._launch()
         try:
             self._wait_ready(timeout)
             self._create_cdc_user()
@@ -157,6 +155,24 @@ class EmbeddedServer:
             self.stop()  # never leave a half-started server and its data directory behind
             raise
         return self.info
+
+    def _launch(self) -> None:
+        self.process = subprocess.Popen(
+            self._args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no shutdown, the data directory stays as it was (fault tests)."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Start again on the same data directory and port (after :meth:`kill`): crash
+        recovery runs, and the server opens a new binlog file."""
+        self.kill()
+        self._launch()
+        self._wait_ready(timeout)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

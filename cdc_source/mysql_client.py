@@ -6,9 +6,17 @@ import time
 
 import pymysql
 
+from cdc_source.retry import is_transient
+
 
 class SourceConnectionError(RuntimeError):
-    """The server could not be reached or refused the account."""
+    """The server could not be reached or refused the account. ``transient``: whether a
+    later attempt may succeed (:mod:`cdc_source.retry`); ``code``: the MySQL error code."""
+
+    def __init__(self, message: str, code: int | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.transient = transient
 
 
 def quote_ident(name: str) -> str:
@@ -35,11 +43,14 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
         where = f"{kwargs.get('user')}@{kwargs.get('host')}:{kwargs.get('port')}"
         if code == 1045:
             raise SourceConnectionError(
-                f"the server refused the account {where}: check 'username' and 'password'"
+                f"the server refused the account {where}: check 'username' and 'password'",
+                code,
             ) from None
         raise SourceConnectionError(
             f"cannot connect to {where}: {err.args[1] if len(err.args) > 1 else err}; check "
-            "'hostname' and 'port', and that the server is running"
+            "'hostname' and 'port', and that the server is running",
+            code if isinstance(code, int) else None,
+            is_transient(err),
         ) from None
 
 
@@ -85,3 +96,43 @@ def variables(conn, names: list[str]) -> dict[str, str]:
                 {1: "ON", 0: "OFF"}.get(value, str(value)) if isinstance(value, int) else str(value)
             )
     return found
+
+
+class ServerChangedError(RuntimeError):
+    """A connection re-opened after a fault reached another server than before."""
+
+    transient = False
+
+
+def server_identity(conn) -> str:
+    """Which server this is: ``@@server_id``, and ``@@server_uuid`` where the server has one
+    (MySQL). Two servers of one replication topology never share a server id."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@global.server_id")
+        identity = f"server_id={cur.fetchone()[0]}"
+        try:
+            cur.execute("SELECT @@global.server_uuid")
+            identity += f" server_uuid={cur.fetchone()[0]}"
+        except pymysql.err.MySQLError:  # MariaDB has no server_uuid
+            pass
+    return identity
+
+
+class SameServer:
+    """Remembers the first server a connection reached; raises :class:`ServerChangedError`
+    if a later one is another (a fail-over while positions of the first are in use)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.identity: str | None = None
+
+    def check(self, conn) -> None:
+        identity = server_identity(conn)
+        if self.identity is None:
+            self.identity = identity
+        elif identity != self.identity:
+            raise ServerChangedError(
+                f"{self.what}: the connection came back to another server ({identity}, "
+                f"was {self.identity}), after a fail-over. Binlog positions of one server do "
+                "not hold on another; start a new query with a new checkpoint location"
+            )

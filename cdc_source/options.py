@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+
 STARTUP_MODES = ("initial", "latest-offset")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
@@ -20,6 +22,7 @@ DEFAULT_FETCH_SIZE = 4096
 DEFAULT_SNAPSHOT_PARALLELISM = 2
 DEFAULT_BINLOG_PARALLELISM = 2
 DEFAULT_SERVER_ID_RANGE = "5400-5431"
+READ_TIMEOUT_FACTOR = 10
 LOOPBACK_HOSTS = ("localhost", "::1")
 
 OPTION_DOCS: dict[str, str] = {
@@ -55,7 +58,15 @@ OPTION_DOCS: dict[str, str] = {
         f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
         f"default {DEFAULT_SNAPSHOT_PARALLELISM}; set it to the executor cores"
     ),
-    "connect.timeout": "connection timeout in seconds, default 30",
+    "connect.timeout": (
+        "seconds to wait for a connection, default 30; a read that waits 10 times as long "
+        "counts as a lost connection"
+    ),
+    "connect.max-retries": (
+        f"retries of a connection or query after a transient fault (server restart, "
+        f"fail-over, lost connection), with waits of 0.5 s doubling to at most 15 s; default "
+        f"{DEFAULT_MAX_RETRIES} (about 90 s of waiting); 0 fails at the first fault"
+    ),
 }
 
 
@@ -97,6 +108,10 @@ class SourceOptions:
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     binlog_decoder: str = "auto"
     connect_timeout: int = 30
+    connect_max_retries: int = DEFAULT_MAX_RETRIES
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.connect_max_retries)
 
     def connection_kwargs(self) -> dict:
         """Arguments for ``pymysql.connect`` (contains the password: never log it).
@@ -110,6 +125,10 @@ class SourceOptions:
             "user": self.username,
             "password": self.password,
             "connect_timeout": self.connect_timeout,
+            # A half-open connection (a fail-over that left no RST behind) would block a
+            # read for ever; past this it is a lost connection, retried (cdc_source.retry).
+            "read_timeout": self.connect_timeout * READ_TIMEOUT_FACTOR,
+            "write_timeout": self.connect_timeout * READ_TIMEOUT_FACTOR,
         }
         if self.hostname in LOOPBACK_HOSTS or self.hostname.startswith("127."):
             kwargs["ssl_disabled"] = True
@@ -133,6 +152,15 @@ def _positive_int(options: dict[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise OptionError(f"option '{name}' must be a positive integer, got '{raw}'")
     return value
+
+
+def _non_negative_int(options: dict[str, str], name: str, default: int) -> int:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    if not raw.strip().isdigit():
+        raise OptionError(f"option '{name}' must be an integer >= 0, got '{raw}'")
+    return int(raw)
 
 
 def _parse_server_ids(raw: str) -> ServerIdRange:
@@ -238,6 +266,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             options, "scan.snapshot.parallelism", DEFAULT_SNAPSHOT_PARALLELISM
         ),
         connect_timeout=_positive_int(options, "connect.timeout", 30),
+        connect_max_retries=_non_negative_int(options, "connect.max-retries", DEFAULT_MAX_RETRIES),
         snapshot_client=client,
         binlog_parallelism=_positive_int(
             options, "scan.binlog.parallelism", DEFAULT_BINLOG_PARALLELISM

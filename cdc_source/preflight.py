@@ -9,6 +9,7 @@ import pymysql
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.keys import KeyTypeError, encode_component
 from cdc_source.mysql_client import variables
+from cdc_source.offsets import BinlogPosition
 from cdc_source.options import SourceOptions
 from cdc_source.types import spark_type
 
@@ -144,17 +145,30 @@ def _check_select(conn, tables: list[TableSchema], user: str) -> None:
                 ) from None
 
 
-def check_binlog_available(conn, file: str) -> None:
-    """The checkpoint's binlog file must still exist on the server."""
+def check_binlog_available(conn, position: BinlogPosition) -> None:
+    """The checkpoint's binlog position must still exist on the server: its file is kept,
+    and the file reaches that far. A file shorter than the position means the server is
+    not the one the position was read on (a fail-over to a server whose binlog files have
+    the same names) or it lost binlog events it had reported (a crash with sync_binlog
+    other than 1); reading on would mix two histories."""
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
-        files = [str(row[0]) for row in cur.fetchall()]
-    if file not in files:
+        sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
+    if position.file not in sizes:
         raise PreflightError(
-            f"the checkpoint resumes at binlog file {file}, which the server no longer has "
-            f"(oldest kept: {files[0] if files else 'none'}): the changes in between are lost. "
-            "Raise binlog_expire_logs_seconds / expire_logs_days so binlogs outlive stopped "
-            "queries, and start a new query with a new checkpoint location to snapshot again"
+            f"the checkpoint resumes at binlog file {position.file}, which the server no "
+            f"longer has (oldest kept: {next(iter(sizes), 'none')}): the changes in between "
+            "are lost. Raise binlog_expire_logs_seconds / expire_logs_days so binlogs outlive "
+            "stopped queries, and start a new query with a new checkpoint location to "
+            "snapshot again"
+        )
+    if position.pos > sizes[position.file]:
+        raise PreflightError(
+            f"the checkpoint resumes at {position.file}:{position.pos}, but that file has "
+            f"{sizes[position.file]} bytes on this server: it is not the server the position "
+            "was read on (a fail-over: binlog positions do not carry over between servers) or "
+            "it lost binlog events in a crash (set sync_binlog=1). Start a new query with a "
+            "new checkpoint location to snapshot again"
         )
 
 

@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 
 from cdc_source.catalog import TableSchema
-from cdc_source.mysql_client import connect, read_head
+from cdc_source.mysql_client import SameServer, connect, read_head
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -20,6 +20,7 @@ from cdc_source.offsets import (
 )
 from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
+from cdc_source.retry import Reconnecting
 from coordinator.planner import Planner
 from coordinator.splitter import ServerBoundarySource
 from coordinator.xa_watermark import XaWatermark
@@ -42,35 +43,37 @@ class QueryDriver:
     def __init__(self, options: SourceOptions, tables: list[TableSchema]) -> None:
         self.options = options
         self.tables = tables
-        self._conn = None
-        self.boundaries = ServerBoundarySource(lambda: connect(options.connection_kwargs()))
+        policy = options.retry_policy()
+        open_session = lambda: connect(options.connection_kwargs())  # noqa: E731
+        # One connection for head reads and checks, re-opened after a fault (a restarted
+        # server or a cut connection leaves a dead one that PyMySQL cannot tell from a live
+        # one until it is used).
+        self.server = SameServer("the driver's connection")
+        self.session = Reconnecting(
+            open_session, policy, "reading the binlog head", self.server.check
+        )
+        self.boundaries = ServerBoundarySource(open_session, policy)
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
         # The driver reads the binlog only between batches, with the range's last id.
-        self.xa = XaWatermark(lambda: connect(options.connection_kwargs()), options.server_ids.last)
+        self.xa = XaWatermark(open_session, options.server_ids.last, policy)
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
-        self.checked_files: set[str] = set()
-
-    @property
-    def conn(self):
-        if self._conn is None or not self._conn.open:
-            self._conn = connect(self.options.connection_kwargs())
-        return self._conn
 
     def head(self) -> BinlogPosition:
-        file, pos, gtids, ts = read_head(self.conn)
+        file, pos, gtids, ts = self.session.run(read_head)
         return BinlogPosition(file, pos, gtids, ts)
 
     def freeze_target(self) -> None:
         self.target = self.head()
 
     def _ensure_available(self, position: BinlogPosition | None) -> None:
-        if position is None or position.file in self.checked_files:
+        """The start of every batch exists on the server (one ``SHOW BINARY LOGS``): a
+        purge, a fail-over or a crash that lost events is an error before data moves."""
+        if position is None:
             return
         from cdc_source.preflight import check_binlog_available
 
-        check_binlog_available(self.conn, position.file)
-        self.checked_files.add(position.file)
+        self.session.run(lambda conn: check_binlog_available(conn, position))
 
     def _max_chunks(self, max_rows: int | None) -> int:
         if max_rows is not None:
@@ -211,8 +214,7 @@ class QueryDriver:
 
     def close(self) -> None:
         self.boundaries.close()
-        if self._conn is not None:
-            self._conn.close()
+        self.session.close()
 
 
 def _spread(chunks: tuple[ChunkSpec, ...], groups: int) -> list[tuple[ChunkSpec, ...]]:

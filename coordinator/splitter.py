@@ -14,6 +14,7 @@ from typing import Protocol
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_at_most, key_greater_than, order_by_key
 from cdc_source.mysql_client import quote_ident
+from cdc_source.retry import Reconnecting, RetryPolicy
 
 
 class BoundarySource(Protocol):
@@ -27,14 +28,10 @@ class BoundarySource(Protocol):
 class ServerBoundarySource:
     """:class:`BoundarySource` backed by a live connection."""
 
-    def __init__(self, connect: Callable[[], object]) -> None:
-        self._connect = connect
-        self._conn = None
-
-    def _cursor(self):
-        if self._conn is None or not self._conn.open:
-            self._conn = self._connect()
-        return self._conn.cursor()
+    def __init__(self, connect: Callable[[], object], policy: RetryPolicy | None = None) -> None:
+        self._session = Reconnecting(
+            connect, policy or RetryPolicy(max_retries=0), "finding a snapshot chunk's end"
+        )
 
     def chunk_end(
         self, schema: TableSchema, lo: tuple | None, bound: tuple | None, chunk_size: int
@@ -54,12 +51,14 @@ class ServerBoundarySource:
             f"SELECT {columns} FROM {schema.quoted} {where} ORDER BY {order_by_key(schema)} "
             f"LIMIT 1 OFFSET {int(chunk_size) - 1}"
         )
-        with self._cursor() as cur:
-            cur.execute(query, params)
-            row = cur.fetchone()
+        row = self._session.run(lambda conn: _fetch_one(conn, query, params))
         return None if row is None else tuple(row)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._session.close()
+
+
+def _fetch_one(conn, query: str, params: list) -> tuple | None:
+    with conn.cursor() as cur:
+        cur.execute(query, params)
+        return cur.fetchone()

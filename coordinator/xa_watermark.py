@@ -26,6 +26,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.xa import Position, XaTracker, track
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
+from cdc_source.retry import RetryPolicy, retrying
 
 log = logging.getLogger("cdc_mysql")
 
@@ -37,9 +38,12 @@ class XaWatermarkError(RuntimeError):
 
 
 class XaWatermark:
-    def __init__(self, connect: Callable[[], object], server_id: int) -> None:
+    def __init__(
+        self, connect: Callable[[], object], server_id: int, policy: RetryPolicy | None = None
+    ) -> None:
+        self.policy = policy or RetryPolicy(max_retries=0)
         self._connect = connect
-        self._source = DumpSource(connect, server_id)
+        self._source = DumpSource(connect, server_id, policy=self.policy)
         self.scans = 0  # binlog scans done (tests and logs)
 
     def at(self, start: BinlogPosition | None, end: BinlogPosition) -> Position | None:
@@ -52,6 +56,9 @@ class XaWatermark:
         return self._search_back(end)
 
     def _idle(self) -> bool:
+        return retrying(self.policy, "reading the XA counters", self._read_idle)
+
+    def _read_idle(self) -> bool:
         conn = self._connect()
         try:
             with conn.cursor() as cur:
@@ -80,14 +87,7 @@ class XaWatermark:
     def _search_back(self, end: BinlogPosition) -> Position | None:
         """No earlier position is known (the first batch): find the prepares of the
         transactions ``XA RECOVER`` lists, file by file back from ``end``."""
-        conn = self._connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SHOW BINARY LOGS")
-                files = [str(row[0]) for row in cur.fetchall()]
-                wanted = _recovered(cur)
-        finally:
-            conn.close()
+        files, wanted = retrying(self.policy, "listing prepared XA transactions", self._prepared)
         files = [f for f in files if _file_number(f) <= end.file_number]
         if not files:
             return None
@@ -106,6 +106,17 @@ class XaWatermark:
                 missing,
             )
         return tracker.oldest_unresolved()
+
+    def _prepared(self) -> tuple[list[str], set[str] | None]:
+        """The binlog files and the prepared XA transactions (see :func:`_recovered`)."""
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                files = [str(row[0]) for row in cur.fetchall()]
+                return files, _recovered(cur)
+        finally:
+            conn.close()
 
 
 def _recovered(cur) -> set[str] | None:

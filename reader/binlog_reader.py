@@ -20,6 +20,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import INTEGER_TYPES, TableSchema
 from cdc_source.keys import key_from_json, needs_weight
 from cdc_source.partitions import BinlogTask
+from cdc_source.retry import RetryPolicy
 from cdc_source.sequence import binlog_seq_array
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
@@ -34,13 +35,18 @@ _OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
 
 class BinlogReader:
     def __init__(
-        self, task: BinlogTask, connection_kwargs: dict, connect: Callable[..., object]
+        self,
+        task: BinlogTask,
+        connection_kwargs: dict,
+        connect: Callable[..., object],
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.task = task
         self.connection_kwargs = connection_kwargs
         self.connect = connect
+        self.policy = policy or RetryPolicy(max_retries=0)
         self.tables = {t.name: t for t in task.tables}
-        self.weights = WeightResolver(lambda: connect(connection_kwargs))
+        self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
 
     def _ownership(self) -> Ownership:
         cursor = self.task.owned_at
@@ -65,6 +71,7 @@ class BinlogReader:
                     lambda: self.connect(self.connection_kwargs),
                     self.task.server_id,
                     native_splitter(self.task.decoder),
+                    self.policy,  # a dump cut mid-range resumes at the next event
                 ),
                 self.task.start,
                 self.task.end,

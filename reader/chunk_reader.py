@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
@@ -22,6 +23,7 @@ from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
 from cdc_source.mysql_client import quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
+from cdc_source.retry import Attempts, RetryPolicy
 from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
@@ -69,47 +71,94 @@ def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
 
 
 class ChunkReader:
+    """A chunk task's rows. A lost connection or a server restart is ridden out (within
+    ``connect.max-retries``): a new consistent snapshot is opened, normalized to P again,
+    and reading goes on at the chunk where it stopped. A chunk's rows as of P do not
+    depend on the snapshot they are read from, so the rows of that chunk already handed
+    to Spark are recognized by their ``_seq`` (unique per key) and not emitted twice."""
+
     def __init__(
-        self, task: ChunkTask, connection_kwargs: dict, connect: Callable[..., object]
+        self,
+        task: ChunkTask,
+        connection_kwargs: dict,
+        connect: Callable[..., object],
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.task = task
         self.connection_kwargs = connection_kwargs
         self.connect = connect
-        self.weights = WeightResolver(lambda: connect(connection_kwargs))
+        self.policy = policy or RetryPolicy(max_retries=0)
+        self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
 
     def record_batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
+        names = sorted({c.table.name for c in self.task.chunks})
+        attempts = Attempts(self.policy, f"reading snapshot chunks of {', '.join(names)}")
+        done = 0  # chunks wholly emitted
+        seen: list[pa.Array] = []  # _seq of the rows emitted of chunk ``done``
+        try:
+            while done < len(self.task.chunks):
+                already = pa.concat_arrays(seen) if seen else None
+                try:
+                    for index, batch in self._attempt(writer, done):
+                        if batch is None:  # chunk ``index`` is complete
+                            done, seen = index + 1, []
+                            attempts.progressed()
+                            continue
+                        seq = batch.column(batch.schema.get_field_index("_seq"))
+                        if already is not None:
+                            fresh = pc.invert(pc.is_in(seq, value_set=already))
+                            batch = batch.filter(fresh)
+                            seq = seq.filter(fresh)
+                        if batch.num_rows:
+                            seen.append(seq)
+                            yield batch
+                except Exception as err:  # noqa: BLE001 - classified by Attempts.failed
+                    attempts.failed(err)
+        finally:
+            self.weights.close()
+
+    def _attempt(
+        self, writer: ArrowWriter, first: int
+    ) -> Iterator[tuple[int, pa.RecordBatch | None]]:
+        """One snapshot: the batches of chunks ``first``..., each chunk followed by
+        ``(index, None)`` once all its rows are out."""
+        chunks = self.task.chunks[first:]
         conn = open_snapshot_connection(self.connection_kwargs, self.task.client, self.connect)
         try:
             with conn.cursor() as cur:
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             q = snapshot_position(conn)
-            overrides = self._overrides(q, writer)
-            for chunk, chunk_overrides in zip(self.task.chunks, overrides):
-                yield from self._chunk_batches(conn, chunk, chunk_overrides, writer)
+            overrides = self._overrides(q, writer, chunks)
+            for index, (chunk, chunk_overrides) in enumerate(zip(chunks, overrides), first):
+                for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):
+                    yield index, batch
+                yield index, None
             with conn.cursor() as cur:
                 cur.execute("COMMIT")
         finally:
             conn.close()
-            self.weights.close()
 
     def _bounds(self, chunk: ChunkSpec) -> tuple[bytes | None, bytes | None]:
         lo, hi = self.weights.optional_sort_keys(chunk.table, [chunk.lo, chunk.hi])
         return lo, hi
 
-    def _overrides(self, q: BinlogPosition, writer: ArrowWriter) -> list[dict]:
+    def _overrides(
+        self, q: BinlogPosition, writer: ArrowWriter, chunks: tuple[ChunkSpec, ...]
+    ) -> list[dict]:
         target = self.task.target
         if q.coordinates == target.coordinates:
-            return [{} for _ in self.task.chunks]
+            return [{} for _ in chunks]
         undo = q.coordinates > target.coordinates
         start, end = (target, q) if undo else (q, target)
-        tables = {c.table.name: c.table for c in self.task.chunks}
+        tables = {c.table.name: c.table for c in chunks}
         keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
         reader = RangeReader(
             DumpSource(
                 lambda: self.connect(self.connection_kwargs),
                 self.task.server_id,
                 native_splitter(self.task.decoder),
+                self.policy,
             ),
             start,
             end,
@@ -135,7 +184,7 @@ class ChunkReader:
             keyed[name] = [change for _, change in changes]
         result = []
         build = undo_overrides if undo else redo_overrides
-        for chunk in self.task.chunks:
+        for chunk in chunks:
             lo, hi = self._bounds(chunk)
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result

@@ -11,15 +11,17 @@ from collections.abc import Callable, Iterable
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import needs_weight, sort_key, weight_sql
+from cdc_source.retry import Reconnecting, RetryPolicy
 
 MAX_VALUES_PER_QUERY = 500
 MAX_CACHED = 200_000
 
 
 class WeightResolver:
-    def __init__(self, connect: Callable[[], object]) -> None:
-        self._connect = connect
-        self._conn = None
+    def __init__(self, connect: Callable[[], object], policy: RetryPolicy | None = None) -> None:
+        self._session = Reconnecting(
+            connect, policy or RetryPolicy(max_retries=0), "reading collation weights"
+        )
         self._cache: dict[tuple[str, str, int, str], bytes] = {}
 
     @staticmethod
@@ -41,11 +43,7 @@ class WeightResolver:
             batch = items[start : start + MAX_VALUES_PER_QUERY]
             select = ", ".join(weight_sql(column, "%s") for _, (column, _) in batch)
             params = [value for _, (_, value) in batch]
-            if self._conn is None or not self._conn.open:
-                self._conn = self._connect()
-            with self._conn.cursor() as cur:
-                cur.execute(f"SELECT {select}", params)
-                row = cur.fetchone()
+            row = self._session.run(lambda conn, q=f"SELECT {select}", p=params: _one(conn, q, p))
             for (key, _), weight in zip(batch, row):
                 self._cache[key] = bytes(weight)
 
@@ -77,9 +75,13 @@ class WeightResolver:
         return list(zip(flat[0::2], flat[1::2]))
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._session.close()
+
+
+def _one(conn, query: str, params: list) -> tuple:
+    with conn.cursor() as cur:
+        cur.execute(query, params)
+        return cur.fetchone()
 
 
 def key_of(schema: TableSchema, image: dict | None) -> tuple | None:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cdc_source.retry import is_transient
+
 
 class SnapshotClientError(RuntimeError):
-    pass
+    def __init__(self, message: str, code: int | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.transient = transient
 
 
 @dataclass
@@ -44,6 +49,11 @@ def _mysqlclient(connection_kwargs: dict) -> SnapshotConnection | None:
         "user": connection_kwargs["user"],
         "password": connection_kwargs.get("password", ""),
         "connect_timeout": connection_kwargs.get("connect_timeout", 30),
+        **{
+            name: connection_kwargs[name]
+            for name in ("read_timeout", "write_timeout")
+            if name in connection_kwargs
+        },
         "charset": "utf8mb4",
         "conv": encoders,
         "autocommit": True,
@@ -53,7 +63,9 @@ def _mysqlclient(connection_kwargs: dict) -> SnapshotConnection | None:
         conn = MySQLdb.connect(**kwargs)
     except MySQLdb.OperationalError as err:
         where = f"{kwargs['user']}@{kwargs['host']}:{kwargs['port']}"
-        raise SnapshotClientError(f"cannot connect to {where}: {err.args[-1]}") from None
+        raise SnapshotClientError(
+            f"cannot connect to {where}: {err.args[-1]}", err.args[0], is_transient(err)
+        ) from None
     return SnapshotConnection(conn, True, MySQLdb.cursors.SSCursor)
 
 

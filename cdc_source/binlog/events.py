@@ -12,7 +12,7 @@ import io
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.wire import Cursor, MalformedEventError
@@ -302,6 +302,13 @@ class EventReader:
         self.file = file
         self.next_start = pos
         self.format = Format(checksum=CHECKSUM_CRC32 if checksum else CHECKSUM_NONE)
+
+    def expect_checksum(self, checksum: bool) -> None:
+        """Whether the events of a (new) dump carry a CRC32: the ROTATE a dump starts with
+        comes before any FORMAT_DESCRIPTION says so."""
+        wanted = CHECKSUM_CRC32 if checksum else CHECKSUM_NONE
+        if self.format.checksum != wanted:
+            self.format = replace(self.format, checksum=wanted)
 
     def events(self, packets: Iterable[bytes]) -> Iterator[Event]:
         """Events from whole payloads (one per event, the OK byte removed)."""

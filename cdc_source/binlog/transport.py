@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from cdc_source.mysql_client import SameServer
+from cdc_source.retry import RetryPolicy, resumed
+
 if TYPE_CHECKING:
     from cdc_source.binlog.events import EventReader
 
@@ -130,28 +133,43 @@ Connect = Callable[[], object]
 
 
 class DumpSource:
-    """Opens binlog dumps: each :meth:`open` is one replication connection reading from
+    """Opens binlog dumps: each :meth:`open` is one replication stream reading from
     ``file:pos``. ``splitter`` is the native packet/event splitter where the caller has
-    it (``reader._rowdecoder.split_events``); without it the events are split in Python."""
+    it (``reader._rowdecoder.split_events``); without it the events are split in Python.
 
-    def __init__(self, connect: Connect, server_id: int, splitter=None) -> None:
+    With a ``policy`` a stream survives a lost connection or a server restart: a new dump
+    starts where the last event handed to the caller ends (the event reader knows that
+    position, and drops what the server sends again before it), so the caller sees one
+    unbroken sequence of events (:func:`cdc_source.retry.resumed`)."""
+
+    def __init__(
+        self, connect: Connect, server_id: int, splitter=None, policy: RetryPolicy | None = None
+    ) -> None:
         self.connect = connect
         self.server_id = server_id
         self.splitter = splitter
+        self.policy = policy or RetryPolicy(max_retries=0)
 
     def open(self, file: str, pos: int) -> tuple[EventReader, Iterator, Callable[[], None]]:
-        """(the event reader of the dump, its events, a close for the connection)"""
-        conn = self.connect()
-        try:
-            checksum = prepare_dump_session(conn)
-            read = start_dump(conn, self.server_id, file, pos)
-        except BaseException:
-            _close(conn)
-            raise
+        """(the event reader of the dump, its events, a close for the stream)"""
         from cdc_source.binlog.events import EventReader
 
-        reader = EventReader(file, pos, checksum)
-        return reader, reader.events_from_stream(read, self.splitter), lambda: _close(conn)
+        reader = EventReader(file, pos)
+        server = SameServer(f"binlog dump from {file}:{pos}")
+
+        def attempt() -> Iterator:
+            conn = self.connect()
+            try:
+                server.check(conn)  # a resumed dump must read the same server's binlog
+                reader.expect_checksum(prepare_dump_session(conn))
+                read = start_dump(conn, self.server_id, reader.file, reader.next_start)
+                yield from reader.events_from_stream(read, self.splitter)
+            finally:
+                _close(conn)
+
+        what = f"binlog dump (server id {self.server_id}) from {file}:{pos}"
+        events = resumed(attempt, self.policy, what)
+        return reader, events, events.close
 
 
 def _close(conn) -> None:

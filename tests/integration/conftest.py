@@ -21,6 +21,21 @@ def _decoders() -> list[str]:
     return ["native", "python"] if native_available() else ["python"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """A module with ``ONE_DECODER = True`` (what it tests does not depend on the row
+    decoder, e.g. fault handling) runs with the first decoder only, not once per decoder."""
+    first = _decoders()[0]
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        decoder = callspec.params.get("binlog_decoder") if callspec else None
+        one = getattr(item.module, "ONE_DECODER", False)
+        (drop if one and decoder not in (None, first) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session", params=_decoders(), autouse=True)
 def binlog_decoder(request, server):
     """The whole integration suite runs once per row decoder built here (the C extension
@@ -38,7 +53,7 @@ def spark(tmp_path_factory):
     state_dir = tmp_path_factory.mktemp("coordinator-state")
     os.environ["CDC_MYSQL_STATE_DIR"] = str(state_dir)
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,4]")  # tasks retried as on a cluster
         .appName("cdc-mysql-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

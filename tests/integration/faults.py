@@ -1,0 +1,160 @@
+"""Faults a production capture meets, made on purpose: a TCP proxy that cuts every
+connection through it, a Python worker killed in the middle of a task, and a writer that
+keeps writing through a server restart."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pymysql
+
+from cdc_source.embedded_server import free_port
+from tests.integration.workload import Writer
+
+
+class CuttingProxy:
+    """Forwards 127.0.0.1:``port`` to ``target`` and resets every open connection each
+    ``interval`` seconds (a flaky network, a load balancer dropping sessions)."""
+
+    def __init__(self, target_port: int, interval: float, target_host: str = "127.0.0.1"):
+        self.target = (target_host, target_port)
+        self.interval = interval
+        self.port = free_port()
+        self.cuts = 0
+        self.connections = 0
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._threads = [
+            threading.Thread(target=self._accept, daemon=True),
+            threading.Thread(target=self._cut_periodically, daemon=True),
+        ]
+
+    def start(self) -> CuttingProxy:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._listener.close()
+        self.cut()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                continue
+            with self._lock:
+                self._pairs.append((client, upstream))
+                self.connections += 1
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+
+    def _pump(self, client: socket.socket, upstream: socket.socket) -> None:
+        peers = {client: upstream, upstream: client}
+        try:
+            while not self._stop.is_set():
+                ready, _, _ = select.select(list(peers), [], [], 0.5)
+                for sock in ready:
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return
+                    peers[sock].sendall(data)
+        except (OSError, ValueError):  # a cut closed the sockets under select()
+            return
+        finally:
+            _reset(client)
+            _reset(upstream)
+
+    def _cut_periodically(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.cut()
+
+    def cut(self) -> None:
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for client, upstream in pairs:
+            _reset(client)
+            _reset(upstream)
+        if pairs:
+            self.cuts += 1
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with RST (SO_LINGER 0), as a dropped connection looks to the peer."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
+
+
+def python_workers() -> list[int]:
+    """PIDs of Spark's Python workers: processes forked by a ``pyspark.daemon``."""
+    daemons, children = set(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"pyspark.daemon" in cmdline:
+            daemons.add(int(entry.name))
+            children.append((int(entry.name), parent))
+    return [pid for pid, parent in children if parent in daemons]
+
+
+def kill_python_workers() -> int:
+    """SIGKILL every Python worker; returns how many were killed."""
+    killed = 0
+    for pid in python_workers():
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except ProcessLookupError:
+            pass
+    return killed
+
+
+def source_sessions(server, user: str) -> list[tuple[str, str]]:
+    """(command, statement) of ``user``'s sessions on the server."""
+    rows = server.query(
+        "SELECT COMMAND, COALESCE(INFO, '') FROM information_schema.PROCESSLIST WHERE USER = %s",
+        (user,),
+    )
+    return [(str(command), str(info)) for command, info in rows]
+
+
+class EnduringWriter(Writer):
+    """The workload writer, reconnecting after the server went away (a write whose
+    outcome was lost with the connection is simply not counted: the final check reads
+    the table itself)."""
+
+    def run(self) -> None:
+        self.outages = 0
+        while not self.stop_event.is_set():
+            try:
+                with self.server.admin(self.database) as conn, conn.cursor() as cur:
+                    while not self.stop_event.wait(self.interval):
+                        self._one(cur)
+                        self.operations += 1
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError):
+                self.outages += 1
+                time.sleep(0.2)
+            except BaseException as err:  # surfaced by stop()
+                self.error = err
+                return

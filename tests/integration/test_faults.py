@@ -1,0 +1,204 @@
+"""The query keeps running by itself through the faults a long capture meets, and its
+output stays exact: the server killed and restarted (snapshot and stream), every
+connection cut every few seconds, a Python worker killed in a snapshot task and in a
+binlog task. Each runs under a concurrent writer; at the end the same query (never
+restarted by the test) has caught up with the server's head, and the output replays to
+``SELECT *`` with unique ``_seq``, one ``r`` per key and ordered per-key histories.
+
+Connection handling does not depend on the row decoder, so these run once
+(``ONE_DECODER``), with the default one."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.integration.faults import (
+    CuttingProxy,
+    EnduringWriter,
+    kill_python_workers,
+    source_sessions,
+)
+from tests.integration.server import TEST_URL_ENV, TEST_USER, TestServer
+from tests.integration.streams import (
+    StreamRun,
+    committed_batches,
+    handover_batch,
+    largest_offset_bytes,
+    read_output,
+    source_offsets,
+    wait_for,
+)
+from tests.integration.workload import AUTO_INCREMENT, COMPOSITE, check_exactly_once, load
+
+ONE_DECODER = True
+ROWS = 40_000
+OPTIONS = {
+    "scan.incremental.snapshot.chunk.size": "2000",
+    "scan.snapshot.chunks-per-batch": "4",
+    "scan.snapshot.fetch.size": "500",
+}
+
+
+@pytest.fixture(scope="module")
+def own_server():
+    """A server of this module's own, which it kills and restarts."""
+    if os.environ.get(TEST_URL_ENV):
+        pytest.skip("killing the server needs the embedded one, not CDC_MYSQL_TEST_URL")
+    server = TestServer()
+    yield server
+    server.stop()
+
+
+def _head(server) -> tuple[int, int]:
+    (row,) = server.query("SHOW MASTER STATUS")
+    return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
+
+
+def _committed_position(checkpoint) -> tuple[int, int] | None:
+    done = committed_batches(checkpoint)
+    offsets = source_offsets(checkpoint)
+    if not done or max(done) not in offsets:
+        return None
+    binlog = offsets[max(done)].get("binlog")
+    if not binlog or offsets[max(done)].get("snapshot") is not None:
+        return None
+    return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
+
+
+def _finish(server, run: StreamRun, query, writer: EnduringWriter, database: str, kind) -> list:
+    """Stop the writer, let the running query catch up with the head, check the output."""
+    writer.stop()
+    head = _head(server)
+    wait_for(
+        lambda: (_committed_position(run.checkpoint) or (0, 0)) >= head,
+        180,
+        f"the running query to reach the head {head}",
+        query,
+    )
+    assert query.isActive, "the query must still be running, never restarted by the test"
+    query.stop()
+    output = read_output(run.spark, run.out)
+    check_exactly_once(server, database, kind, output)
+    assert largest_offset_bytes(run.checkpoint) < 1024
+    return output
+
+
+def _wait_batches(run: StreamRun, more: int, query, what: str, timeout: float = 240) -> None:
+    target = len(committed_batches(run.checkpoint)) + more
+    wait_for(lambda: len(committed_batches(run.checkpoint)) >= target, timeout, what, query)
+
+
+def _crash(server: TestServer, down_seconds: float) -> None:
+    server.embedded.kill()
+    time.sleep(down_seconds)
+    server.embedded.restart()
+
+
+def test_server_killed_and_restarted_during_snapshot_and_during_stream(own_server, spark, tmp_path):
+    database = own_server.fresh_database("fault_kill")
+    load(own_server, database, AUTO_INCREMENT, ROWS)
+    options = own_server.source_options(database, rf"{database}\.orders", **OPTIONS)
+    run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
+    writer = EnduringWriter(own_server, database, AUTO_INCREMENT, ROWS, seed=3)
+    writer.start()
+    query = run.start()
+    try:
+        _wait_batches(run, 2, query, "two snapshot batches")
+        assert handover_batch(run.checkpoint) is None, "the first crash must hit the snapshot"
+        _crash(own_server, 5)
+        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "hand-over", query)
+        _wait_batches(run, 2, query, "stream batches")
+        _crash(own_server, 5)
+        _wait_batches(run, 3, query, "stream batches after the second crash")
+        output = _finish(own_server, run, query, writer, database, AUTO_INCREMENT)
+    finally:
+        writer.stop()
+        query.stop()
+    assert writer.outages >= 2
+    print(f"\nserver killed twice: {len(output)} rows, {writer.operations} writes")
+
+
+def test_every_connection_cut_every_few_seconds(server, spark, tmp_path):
+    database = server.fresh_database("fault_cut")
+    load(server, database, COMPOSITE, ROWS)
+    proxy = CuttingProxy(server.info.port, interval=4.0, target_host=server.info.host).start()
+    options = server.source_options(database, rf"{database}\.{COMPOSITE.name}", **OPTIONS)
+    options["port"] = str(proxy.port)
+    run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
+    writer = EnduringWriter(server, database, COMPOSITE, ROWS, seed=5)
+    writer.start()
+    query = run.start()
+    try:
+        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "hand-over", query)
+        wait_for(lambda: proxy.cuts >= 6, 120, "six rounds of cuts", query)
+        _wait_batches(run, 2, query, "stream batches")
+        output = _finish(server, run, query, writer, database, COMPOSITE)
+    finally:
+        writer.stop()
+        query.stop()
+        proxy.stop()
+    assert proxy.cuts >= 6
+    print(f"\n{proxy.cuts} cuts of {proxy.connections} connections: {len(output)} rows")
+
+
+def _failed_tasks(spark) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    total = 0
+    for stage in range(0, 5000):
+        info = tracker.getStageInfo(stage)
+        if info is not None:
+            total += info.numFailedTasks
+    return total
+
+
+def _kill_worker_when(server, database: str, seen, query, what: str) -> None:
+    """Kill the Python workers as soon as the source's sessions show ``seen``."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not query.isActive:
+            raise AssertionError(f"query ended while waiting for {what}: {query.exception()}")
+        if any(seen(command, info) for command, info in source_sessions(server, TEST_USER)):
+            if kill_python_workers():
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"no {what} seen to kill a worker in")
+
+
+def test_python_worker_killed_during_a_snapshot_task_and_a_binlog_task(server, spark, tmp_path):
+    database = server.fresh_database("fault_worker")
+    load(server, database, AUTO_INCREMENT, ROWS)
+    options = server.source_options(
+        database,
+        rf"{database}\.orders",
+        **{**OPTIONS, "scan.snapshot.fetch.size": "50"},
+    )
+    run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
+    writer = EnduringWriter(server, database, AUTO_INCREMENT, ROWS, seed=9, ops_per_second=600)
+    failed_before = _failed_tasks(spark)
+    writer.start()
+    query = run.start()
+    try:
+        _kill_worker_when(
+            server,
+            database,
+            lambda command, info: f"FROM `{database}`.`orders` WHERE" in info,
+            query,
+            "snapshot task",
+        )
+        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "hand-over", query)
+        failed_in_snapshot = _failed_tasks(spark) - failed_before
+        _kill_worker_when(
+            server, database, lambda command, info: command == "Binlog Dump", query, "binlog task"
+        )
+        _wait_batches(run, 2, query, "stream batches after the kill")
+        output = _finish(server, run, query, writer, database, AUTO_INCREMENT)
+    finally:
+        writer.stop()
+        query.stop()
+    failed_in_stream = _failed_tasks(spark) - failed_before - failed_in_snapshot
+    print(f"\nworkers killed: failed tasks {failed_in_snapshot} + {failed_in_stream}")
+    assert failed_in_snapshot >= 1 and failed_in_stream >= 1, "Spark must have retried tasks"
+    assert len(output) > ROWS
