@@ -153,9 +153,12 @@ def _failed_tasks(spark) -> int:
     return total
 
 
-def _kill_worker_when(server, seen, query, what: str) -> None:
+def _kill_worker_in_a_task(spark, server, seen, query, what: str) -> int:
     """Kill the Python workers as soon as the source's sessions show ``seen`` (polled on
-    one connection, about every millisecond: a task lasts a fraction of a second)."""
+    one connection, about every millisecond: a task lasts a fraction of a second), again
+    until Spark reports a failed task (a session can outlive its task by a moment).
+    Returns the failed tasks seen."""
+    before = _failed_tasks(spark)
     deadline = time.monotonic() + 120
     with server.admin() as conn, conn.cursor() as cur:
         while time.monotonic() < deadline:
@@ -168,7 +171,9 @@ def _kill_worker_when(server, seen, query, what: str) -> None:
             )
             if any(seen(str(command), str(info)) for command, info in cur.fetchall()):
                 if kill_python_workers():
-                    return
+                    time.sleep(2)
+                    if _failed_tasks(spark) > before:
+                        return _failed_tasks(spark) - before
             time.sleep(0.001)
     raise AssertionError(f"no {what} seen to kill a worker in")
 
@@ -183,11 +188,11 @@ def test_python_worker_killed_during_a_snapshot_task_and_a_binlog_task(server, s
     )
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
     writer = EnduringWriter(server, database, AUTO_INCREMENT, ROWS, seed=9, ops_per_second=600)
-    failed_before = _failed_tasks(spark)
     writer.start()
     query = run.start()
     try:
-        _kill_worker_when(
+        failed_in_snapshot = _kill_worker_in_a_task(
+            spark,
             server,
             lambda command, info: (
                 f"FROM `{database}`.`orders` WHERE" in info and "LIMIT 1 OFFSET" not in info
@@ -196,16 +201,14 @@ def test_python_worker_killed_during_a_snapshot_task_and_a_binlog_task(server, s
             "snapshot task",
         )
         wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "hand-over", query)
-        failed_in_snapshot = _failed_tasks(spark) - failed_before
-        _kill_worker_when(
-            server, lambda command, info: command == "Binlog Dump", query, "binlog task"
+        failed_in_stream = _kill_worker_in_a_task(
+            spark, server, lambda command, info: command == "Binlog Dump", query, "binlog task"
         )
         _wait_batches(run, 2, query, "stream batches after the kill")
         output = _finish(server, run, query, writer, database, AUTO_INCREMENT)
     finally:
         writer.stop()
         query.stop()
-    failed_in_stream = _failed_tasks(spark) - failed_before - failed_in_snapshot
     print(f"\nworkers killed: failed tasks {failed_in_snapshot} + {failed_in_stream}")
     assert failed_in_snapshot >= 1 and failed_in_stream >= 1, "Spark must have retried tasks"
     assert len(output) > ROWS
