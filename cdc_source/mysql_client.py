@@ -36,8 +36,14 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
     if streaming:
         kwargs["cursorclass"] = pymysql.cursors.SSCursor
     kwargs.update(extra)
+    # PyMySQL reads the server's greeting under read_timeout: bound the whole handshake by
+    # connect_timeout (a server or proxy that accepts and then says nothing), then give
+    # queries their own, longer read timeout.
+    read_timeout = kwargs.get("read_timeout")
+    if kwargs.get("connect_timeout") and read_timeout:
+        kwargs["read_timeout"] = min(read_timeout, kwargs["connect_timeout"])
     try:
-        return pymysql.connect(**kwargs)
+        conn = pymysql.connect(**kwargs)
     except pymysql.err.OperationalError as err:
         code = err.args[0] if err.args else None
         where = f"{kwargs.get('user')}@{kwargs.get('host')}:{kwargs.get('port')}"
@@ -52,6 +58,10 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
             code if isinstance(code, int) else None,
             is_transient(err),
         ) from None
+    if read_timeout and read_timeout != kwargs.get("read_timeout"):
+        conn._read_timeout = read_timeout
+        conn._sock.settimeout(read_timeout)
+    return conn
 
 
 def server_flavor(conn) -> str:

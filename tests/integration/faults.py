@@ -51,8 +51,12 @@ class CuttingProxy:
         while not self._stop.is_set():
             try:
                 client, _ = self._listener.accept()
-                upstream = socket.create_connection(self.target)
             except OSError:
+                continue
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:  # the server is down: refuse, as the server itself would
+                _reset(client)
                 continue
             with self._lock:
                 self._pairs.append((client, upstream))
@@ -60,20 +64,31 @@ class CuttingProxy:
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Both directions; an orderly close of one side is passed on as a half-close, so
+        data still in flight (a dump's last packets) arrives before the end."""
         peers = {client: upstream, upstream: client}
+        open_sides = set(peers)
         try:
-            while not self._stop.is_set():
-                ready, _, _ = select.select(list(peers), [], [], 0.5)
+            while open_sides and not self._stop.is_set():
+                ready, _, _ = select.select(list(open_sides), [], [], 0.5)
                 for sock in ready:
                     data = sock.recv(1 << 16)
-                    if not data:
-                        return
-                    peers[sock].sendall(data)
+                    if data:
+                        peers[sock].sendall(data)
+                        continue
+                    open_sides.discard(sock)
+                    try:
+                        peers[sock].shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
         except (OSError, ValueError):  # a cut closed the sockets under select()
-            return
+            pass
         finally:
-            _reset(client)
-            _reset(upstream)
+            for sock in peers:
+                try:
+                    sock.close()
+                except OSError:
+                    pass
 
     def _cut_periodically(self) -> None:
         while not self._stop.wait(self.interval):

@@ -4,6 +4,7 @@ is logged, and that a binlog dump cut anywhere resumes with exactly the same eve
 from __future__ import annotations
 
 import logging
+import socket
 import struct
 
 import pymysql
@@ -325,3 +326,27 @@ def test_a_dump_refused_by_the_server_is_not_retried():
         list(events)
     close()
     assert len(opened) == 1
+
+
+def test_a_server_that_accepts_and_says_nothing_times_out_by_connect_timeout():
+    """The handshake is bounded by connect.timeout (PyMySQL reads the greeting under the
+    read timeout, which is ten times longer), and the failure is transient."""
+    import threading
+    import time
+
+    from cdc_source.mysql_client import connect
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    options = parse_options(
+        _options(
+            hostname="127.0.0.1", port=str(listener.getsockname()[1]), **{"connect.timeout": "1"}
+        )
+    )
+    began = time.monotonic()
+    with pytest.raises(SourceConnectionError) as info:
+        connect(options.connection_kwargs())
+    assert time.monotonic() - began < 5
+    assert is_transient(info.value)
+    listener.close()
