@@ -163,7 +163,7 @@ def run_soak(
                 pid = _driver_pid(state_dir)
                 sample = Sample(
                     now,
-                    len(committed_batches(run.checkpoint)),
+                    max(committed_batches(run.checkpoint), default=-1) + 1,
                     rss_mib(pid) if pid else 0.0,
                     _workers_mib(),
                     _jvm_mib(),
