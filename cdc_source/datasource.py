@@ -34,16 +34,19 @@ from cdc_source.retry import retrying
 log = logging.getLogger("cdc_mysql")
 
 
-def _configure_logging() -> None:
-    """INFO lines of the driver side to stderr (Spark's driver log), and with
-    ``CDC_MYSQL_STATE_DIR`` set also to ``coordinator.log`` there."""
-    from coordinator.driver import STATE_DIR_ENV
-
+def _configure_logging(driver: bool) -> None:
+    """Log lines to stderr (Spark's driver log, or the executor's for a task's retries) as
+    ``time LEVEL cdc_mysql: message``; on the driver with ``CDC_MYSQL_STATE_DIR`` set
+    also to ``coordinator.log`` there."""
     if log.handlers:
         return
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [logging.StreamHandler()]
-    state_dir = os.environ.get(STATE_DIR_ENV)
+    state_dir = None
+    if driver:
+        from coordinator.driver import STATE_DIR_ENV
+
+        state_dir = os.environ.get(STATE_DIR_ENV)
     if state_dir:
         handlers.append(logging.FileHandler(os.path.join(state_dir, "coordinator.log")))
     for handler in handlers:
@@ -106,7 +109,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from coordinator.driver import QueryDriver
             from reader.row_decoding import decoder_name
 
-            _configure_logging()
+            _configure_logging(driver=True)
             log.info(
                 "binlog row decoder: %s (scan.binlog.decoder=%s)",
                 decoder_name(self.options.binlog_decoder),
@@ -153,6 +156,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator:
         from reader.task_runner import run_task
 
+        _configure_logging(driver=False)
         return run_task(
             partition.task,
             self.options.connection_kwargs(),

@@ -24,7 +24,10 @@ def source_offsets(checkpoint: Path) -> dict[int, dict]:
         return result
     for entry in directory.iterdir():
         if entry.name.isdigit():
-            lines = entry.read_text().splitlines()
+            try:
+                lines = entry.read_text().splitlines()
+            except FileNotFoundError:  # Spark removed an old batch's file meanwhile
+                continue
             if len(lines) >= 3 and lines[2].strip() not in ("", "-"):
                 result[int(entry.name)] = json.loads(lines[2])
     return result

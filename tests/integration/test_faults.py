@@ -179,15 +179,22 @@ def _kill_worker_in_a_task(spark, server, seen, query, what: str) -> int:
 
 
 def test_python_worker_killed_during_a_snapshot_task_and_a_binlog_task(server, spark, tmp_path):
+    # Five snapshot batches of two tasks, each task reading 10,000 rows: long enough to
+    # be seen on the server and killed.
+    rows = 100_000
     database = server.fresh_database("fault_worker")
-    load(server, database, AUTO_INCREMENT, ROWS)
+    load(server, database, AUTO_INCREMENT, rows)
     options = server.source_options(
         database,
         rf"{database}\.orders",
-        **{**OPTIONS, "scan.incremental.snapshot.chunk.size": "10000"},
+        **{
+            **OPTIONS,
+            "scan.incremental.snapshot.chunk.size": "10000",
+            "scan.snapshot.chunks-per-batch": "2",
+        },
     )
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
-    writer = EnduringWriter(server, database, AUTO_INCREMENT, ROWS, seed=9, ops_per_second=600)
+    writer = EnduringWriter(server, database, AUTO_INCREMENT, rows, seed=9, ops_per_second=600)
     writer.start()
     query = run.start()
     try:
@@ -211,4 +218,4 @@ def test_python_worker_killed_during_a_snapshot_task_and_a_binlog_task(server, s
         query.stop()
     print(f"\nworkers killed: failed tasks {failed_in_snapshot} + {failed_in_stream}")
     assert failed_in_snapshot >= 1 and failed_in_stream >= 1, "Spark must have retried tasks"
-    assert len(output) > ROWS
+    assert len(output) > rows
