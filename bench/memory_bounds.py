@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with server.info.admin_connect() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {DATABASE}")
-        for transactions in (args.backlog // 10, args.backlog):
+        for transactions in (args.backlog // 10, args.backlog) if args.backlog else ():
             case = backlog_case(server, f"behind{transactions}", transactions)
             results.setdefault("backlog", []).append(case)
             task, driver = case["task"], case["driver"]

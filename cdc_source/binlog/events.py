@@ -320,7 +320,12 @@ class EventReader:
         """Events from the raw dump stream. ``splitter`` (the C ``split_events``) frames
         packets, parses headers and checks CRC32s a read at a time; payloads it leaves
         (errors, events over 16 MiB) and streams without it go the Python way."""
-        from cdc_source.binlog.transport import _split_packets, read_chunk, take_payload
+        from cdc_source.binlog.transport import (
+            _split_packets,
+            payload_extent,
+            read_chunk,
+            take_payload,
+        )
 
         if splitter is None:
             yield from self.events(_split_packets(read))
@@ -347,9 +352,11 @@ class EventReader:
                 return
             if found and found[-1][0] == c.FORMAT_DESCRIPTION:
                 continue  # the splitter stops there; what follows may already be buffered
+            needed = 0
             if status == 2:
-                payload, used = take_payload(buffer, start)
-                if payload is not None:
+                complete, needed = payload_extent(buffer, start)
+                if complete:
+                    payload, used = take_payload(buffer, start)
                     start += used
                     if not payload:
                         return
@@ -358,9 +365,12 @@ class EventReader:
                     )
                     continue
             if start:
+                needed -= start
                 del buffer[:start]
                 start = 0
             buffer += read_chunk(read)
+            while len(buffer) < needed:  # a payload of many packets: read it all first
+                buffer += read_chunk(read)
 
     def _follow(self, event: Event) -> Iterator[Event]:
         """Track ROTATE and FORMAT_DESCRIPTION, drop events not at a position of the file

@@ -60,32 +60,50 @@ def start_dump(conn, server_id: int, file: str, pos: int) -> Callable[[int], byt
     return conn._rfile.read1
 
 
+def payload_extent(buffer: bytearray, start: int) -> tuple[bool, int]:
+    """Where the payload at ``buffer[start:]`` ends: ``(True, end)`` when all its packets
+    (a payload of 16 MiB or more spans several) are in the buffer, else ``(False, n)``
+    with ``n`` the buffer length needed before asking again. Reads headers only, so a
+    caller waiting for a 1 GiB event does not copy it at every read."""
+    pos = start
+    while True:
+        if len(buffer) - pos < 4:
+            return False, pos + 4
+        length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
+        if len(buffer) - pos < 4 + length:
+            return False, pos + 4 + length
+        pos += 4 + length
+        if length != _MAX_PACKET:
+            return True, pos
+
+
 def take_payload(buffer: bytearray, start: int) -> tuple[bytes | None, int]:
     """One whole payload at ``buffer[start:]`` (joined when it spans several 16 MiB
     packets) and the bytes it used, or (None, 0) when it is not all there yet. An EOF
     packet gives ``(b"", used)``; an error packet raises :class:`BinlogServerError`."""
-    parts: list[bytes] = []
+    complete, end = payload_extent(buffer, start)
+    if not complete:
+        return None, 0
+    view = memoryview(buffer)
+    parts = []
     pos = start
-    while len(buffer) - pos >= 4:
+    while pos < end:
         length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
-        if len(buffer) - pos < 4 + length:
-            return None, 0
-        parts.append(bytes(buffer[pos + 4 : pos + 4 + length]))
+        parts.append(view[pos + 4 : pos + 4 + length])
         pos += 4 + length
-        if length == _MAX_PACKET:
-            continue
-        body = b"".join(parts)
-        first = body[0] if body else 0xFE
-        if first == 0x00:
-            return body[1:], pos - start
-        if first == 0xFE and len(body) < 9:
-            return b"", pos - start
-        if first == 0xFF:
-            code = int.from_bytes(body[1:3], "little")
-            message = body[9:] if body[3:4] == b"#" else body[3:]
-            raise BinlogServerError(code, message.decode("utf-8", "replace"))
-        raise BinlogServerError(0, f"unexpected packet starting with {first:#x}")
-    return None, 0
+    body = b"".join(parts)
+    del parts
+    view.release()
+    first = body[0] if body else 0xFE
+    if first == 0x00:
+        return body[1:], end - start
+    if first == 0xFE and len(body) < 9:
+        return b"", end - start
+    if first == 0xFF:
+        code = int.from_bytes(body[1:3], "little")
+        message = body[9:] if body[3:4] == b"#" else body[3:]
+        raise BinlogServerError(code, message.decode("utf-8", "replace"))
+    raise BinlogServerError(0, f"unexpected packet starting with {first:#x}")
 
 
 def read_chunk(read: Callable[[int], bytes]) -> bytes:

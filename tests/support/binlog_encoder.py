@@ -20,6 +20,7 @@ TINY, SHORT, LONG, FLOAT, DOUBLE, TIMESTAMP, LONGLONG, INT24, DATE = 1, 2, 3, 4,
 TIME, DATETIME, YEAR, VARCHAR, BIT, TIMESTAMP2, DATETIME2, TIME2 = 11, 12, 13, 15, 16, 17, 18, 19
 JSON, NEWDECIMAL, ENUM, SET, BLOB, STRING = 245, 246, 247, 248, 252, 254
 
+MAX_PACKET = 0xFFFFFF
 DIGITS_BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
 
 
@@ -395,10 +396,18 @@ def packet_stream(payloads: list[bytes], chunk: int = 7) -> Callable[[int], byte
     length, sequence number, 0x00), then the EOF packet; read back ``chunk`` bytes at a
     time, so packets straddle reads."""
     raw = bytearray()
-    for seq, data in enumerate(payloads):
+    seq = 0
+    for data in payloads:
         body = b"\x00" + data
-        raw += len(body).to_bytes(3, "little") + bytes([seq % 256]) + body
-    raw += (5).to_bytes(3, "little") + b"\x00" + b"\xfe\x00\x00\x02\x00"
+        # A payload of 2^24-1 bytes or more goes in packets of 2^24-1 bytes and a last,
+        # shorter (possibly empty) one (the client/server protocol's packet splitting).
+        for offset in range(0, len(body) + 1, MAX_PACKET):
+            part = body[offset : offset + MAX_PACKET]
+            raw += len(part).to_bytes(3, "little") + bytes([seq % 256]) + part
+            seq += 1
+            if len(part) < MAX_PACKET:
+                break
+    raw += (5).to_bytes(3, "little") + bytes([seq % 256]) + b"\xfe\x00\x00\x02\x00"
     position = [0]
 
     def read(size: int) -> bytes:

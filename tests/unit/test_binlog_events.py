@@ -322,3 +322,17 @@ def test_a_dump_that_arrives_in_one_read_ends_at_its_eof(decoder):
     _rows(binlog, 30, _image(1, "a", None, None))
     (block,), _ = _read(binlog, decoder=decoder, chunk=1 << 20)
     assert _after(block, 0) == [1]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_an_event_of_several_16_mib_packets_is_joined_and_decoded(decoder):
+    """A row of a 40 MB LONGBLOB: its event spans three protocol packets and many reads."""
+    binlog = enc.BinlogFile()
+    columns = [("id", enc.LONG, b"", False, False), ("b", enc.BLOB, bytes([4]), True, False)]
+    blob = bytes(range(256)) * (40_000_000 // 256)
+    binlog.add(19, enc.table_map_body(TABLE_ID, "shop", "files", columns))
+    image = enc.row_image([struct.pack("<i", 7), struct.pack("<I", len(blob)) + blob])
+    binlog.add(30, enc.rows_body(TABLE_ID, 2, image, False, True, None))
+    (block,), _ = _read(binlog, decoder=decoder, tables=("shop.files",), chunk=1 << 20)
+    assert block.rows.after[0].to_pylist() == [7]
+    assert block.rows.after[1][0].as_py() == blob
