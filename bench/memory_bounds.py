@@ -61,12 +61,16 @@ if role == "task":
     rows = batches = 0
     largest = 0
     task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6401)
+    samples = []
     for batch in run_task(task, options.connection_kwargs(), tables, options.retry_policy()):
         rows += batch.num_rows
         batches += 1
         largest = max(largest, batch.nbytes)
         del batch
-    result = {{"rows": rows, "batches": batches, "largest_batch_mib": largest / 2**20}}
+        if batches % 20 == 0:
+            samples.append([rows, round(rss_mib())])
+    result = {{"rows": rows, "batches": batches, "largest_batch_mib": largest / 2**20,
+              "rss_by_rows": samples[:: max(1, len(samples) // 8)]}}
 else:
     driver = QueryDriver(options, list(tables))
     offset = SourceOffset(BinlogPosition(*start), None, table_fingerprint([t.name for t in tables]))
@@ -164,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"stream {transactions:,} transactions behind: binlog task peak RSS "
                 f"{task['peak_mib']:.0f} MiB (before reading {task['baseline_mib']:.0f}), "
                 f"{task['rows']:,} rows in {task['seconds']:.1f} s, largest Arrow batch "
-                f"{task['largest_batch_mib']:.1f} MiB; driver planning peak RSS "
+                f"{task['largest_batch_mib']:.1f} MiB (RSS by rows read: {task['rss_by_rows']}); "
+                f"driver planning peak RSS "
                 f"{driver['peak_mib']:.0f} MiB (before {driver['baseline_mib']:.0f})",
                 flush=True,
             )

@@ -106,7 +106,9 @@ def split_header(data: bytes, fmt: Format, file: str, start_pos: int = 0) -> Eve
         if body_end < HEADER_SIZE:
             raise MalformedEventError(f"event type {event_type} too short for its checksum")
         expected = int.from_bytes(data[body_end:], "little")
-        if zlib.crc32(data[:body_end]) != expected:
+        with memoryview(data) as view, view[:body_end] as covered:  # no copy of a big event
+            actual = zlib.crc32(covered)
+        if actual != expected:
             raise MalformedEventError(
                 f"CRC32 mismatch in {c.event_name(event_type)} event ending at {file}:{end_pos}"
             )
@@ -321,6 +323,7 @@ class EventReader:
         packets, parses headers and checks CRC32s a read at a time; payloads it leaves
         (errors, events over 16 MiB) and streams without it go the Python way."""
         from cdc_source.binlog.transport import (
+            READ_SIZE,
             _split_packets,
             payload_extent,
             read_chunk,
@@ -360,9 +363,13 @@ class EventReader:
                     start += used
                     if not payload:
                         return
-                    yield from self._follow(
-                        split_header(payload, self.format, self.file, self.next_start)
-                    )
+                    if used > READ_SIZE:  # let a big event's raw bytes go before decoding it
+                        buffer = bytearray(buffer[start:])
+                        start = 0
+                    event = split_header(payload, self.format, self.file, self.next_start)
+                    del payload  # the event holds its own copy of the body
+                    yield from self._follow(event)
+                    del event
                     continue
             if start:
                 needed -= start

@@ -84,19 +84,22 @@ def take_payload(buffer: bytearray, start: int) -> tuple[bytes | None, int]:
     complete, end = payload_extent(buffer, start)
     if not complete:
         return None, 0
-    view = memoryview(buffer)
-    parts = []
-    pos = start
-    while pos < end:
-        length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
-        parts.append(view[pos + 4 : pos + 4 + length])
-        pos += 4 + length
-    body = b"".join(parts)
-    del parts
-    view.release()
-    first = body[0] if body else 0xFE
+    first_length = buffer[start] | buffer[start + 1] << 8 | buffer[start + 2] << 16
+    first = buffer[start + 4] if first_length else 0xFE
+    skip = 1 if first == 0x00 else 0  # an event's payload without its OK byte, copied once
+    with memoryview(buffer) as view:
+        parts = []
+        pos = start
+        while pos < end:
+            length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
+            parts.append(view[pos + 4 + skip : pos + 4 + length])
+            pos += 4 + length
+            skip = 0
+        body = b"".join(parts)
+        for part in parts:
+            part.release()
     if first == 0x00:
-        return body[1:], end - start
+        return body, end - start
     if first == 0xFE and len(body) < 9:
         return b"", end - start
     if first == 0xFF:
