@@ -115,26 +115,30 @@ class ServerChangedError(RuntimeError):
 
 
 def server_identity(conn) -> str:
-    """Which server this is: ``@@server_id``, and ``@@server_uuid`` where the server has one
-    (MySQL). Two servers of one replication topology never share a server id."""
+    """Which server this is: ``server_id``, and ``server_uuid`` where the server has one
+    (MySQL). Two servers of one replication topology never share a server id (Galera
+    nodes may; there the check below cannot tell them apart)."""
     with conn.cursor() as cur:
-        cur.execute("SELECT @@global.server_id")
-        identity = f"server_id={cur.fetchone()[0]}"
-        try:
-            cur.execute("SELECT @@global.server_uuid")
-            identity += f" server_uuid={cur.fetchone()[0]}"
-        except pymysql.err.MySQLError:  # MariaDB has no server_uuid
-            pass
-    return identity
+        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')")
+        found = {_text(name).lower(): _text(value) for name, value in cur.fetchall()}
+    return " ".join(
+        f"{name}={found[name]}" for name in ("server_id", "server_uuid") if name in found
+    )
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 class SameServer:
-    """Remembers the first server a connection reached; raises :class:`ServerChangedError`
-    if a later one is another (a fail-over while positions of the first are in use)."""
+    """The server a query's positions belong to. The first connection checked (or the
+    identity the driver planned a task against) sets it; a later connection that reaches
+    another server raises :class:`ServerChangedError` (a fail-over while positions of the
+    first server are in use)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, expected: str | None = None) -> None:
         self.what = what
-        self.identity: str | None = None
+        self.identity = expected or None
 
     def check(self, conn) -> None:
         identity = server_identity(conn)
@@ -142,7 +146,17 @@ class SameServer:
             self.identity = identity
         elif identity != self.identity:
             raise ServerChangedError(
-                f"{self.what}: the connection came back to another server ({identity}, "
-                f"was {self.identity}), after a fail-over. Binlog positions of one server do "
-                "not hold on another; start a new query with a new checkpoint location"
+                f"{self.what}: the connection reached another server ({identity}; the "
+                f"query's binlog positions are those of {self.identity}), after a fail-over. "
+                "Binlog positions of one server do not hold on another; start a new query "
+                "with a new checkpoint location"
             )
+
+    def checked(self, conn):
+        """``conn`` after :meth:`check` (closed if it fails)."""
+        try:
+            self.check(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn

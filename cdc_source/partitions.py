@@ -32,6 +32,7 @@ class ChunkTask:
     fetch_size: int
     client: str = "auto"  # scan.snapshot.client
     decoder: str = "auto"  # scan.binlog.decoder
+    server: str = ""  # the server the target belongs to (mysql_client.server_identity)
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,4 @@ class BinlogTask:
     stride: int = 1  # this task decodes the row events whose ordinal % stride == slot
     slot: int = 0
     decoder: str = "auto"  # scan.binlog.decoder
+    server: str = ""  # the server the positions belong to (mysql_client.server_identity)

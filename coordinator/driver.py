@@ -44,14 +44,14 @@ class QueryDriver:
         self.options = options
         self.tables = tables
         policy = options.retry_policy()
-        open_session = lambda: connect(options.connection_kwargs())  # noqa: E731
+        # Every connection of the driver must reach the server the offsets' positions
+        # belong to; the tasks carry its identity so that executors check it too.
+        self.server = SameServer("the driver's connection")
+        open_session = lambda: self.server.checked(connect(options.connection_kwargs()))  # noqa: E731
         # One connection for head reads and checks, re-opened after a fault (a restarted
         # server or a cut connection leaves a dead one that PyMySQL cannot tell from a live
         # one until it is used).
-        self.server = SameServer("the driver's connection")
-        self.session = Reconnecting(
-            open_session, policy, "reading the binlog head", self.server.check
-        )
+        self.session = Reconnecting(open_session, policy, "the driver's head read or check")
         self.boundaries = ServerBoundarySource(open_session, policy)
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
         # The driver reads the binlog only between batches, with the range's last id.
@@ -74,6 +74,12 @@ class QueryDriver:
         from cdc_source.preflight import check_binlog_available
 
         self.session.run(lambda conn: check_binlog_available(conn, position))
+
+    def server_identity(self) -> str:
+        """The server the offsets' positions belong to (connecting once if need be)."""
+        if self.server.identity is None:
+            self.session.run(lambda conn: None)
+        return self.server.identity or ""
 
     def _max_chunks(self, max_rows: int | None) -> int:
         if max_rows is not None:
@@ -125,6 +131,7 @@ class QueryDriver:
         self._check_tables(start)
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
+        server = self.server_identity()
         parts: list[BinlogTask | ChunkTask] = []
         # Server ids: binlog tasks first, then snapshot tasks; never more tasks than ids.
         binlog_tasks = min(self.options.binlog_parallelism, ids.size - 1)
@@ -145,6 +152,7 @@ class QueryDriver:
                     binlog_tasks,
                     slot,
                     self.options.binlog_decoder,
+                    server,
                 )
                 parts.append(task)
         chunks = self.planner.chunks_between(start, end)
@@ -162,6 +170,7 @@ class QueryDriver:
                     self.options.fetch_size,
                     self.options.snapshot_client,
                     self.options.binlog_decoder,
+                    server,
                 )
                 parts.append(task)
         return parts

@@ -26,7 +26,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.xa import Position, XaTracker, track
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
-from cdc_source.retry import RetryPolicy, retrying
+from cdc_source.retry import RetryPolicy, is_transient, retrying
 
 log = logging.getLogger("cdc_mysql")
 
@@ -69,7 +69,9 @@ class XaWatermark:
                 try:
                     cur.execute("XA RECOVER")
                     return not cur.fetchall()
-                except Exception:  # MySQL 8 needs XA_RECOVER_ADMIN: scan instead
+                except Exception as err:  # MySQL 8 needs XA_RECOVER_ADMIN: scan instead
+                    if is_transient(err):
+                        raise  # a lost connection is retried, not taken for "unknown"
                     return False
         finally:
             conn.close()
@@ -127,11 +129,15 @@ def _recovered(cur) -> set[str] | None:
     try:
         cur.execute("XA RECOVER CONVERT XID")
         rows = [(r[0], int(r[1]), int(r[2]), _from_hex(r[3])) for r in cur.fetchall()]
-    except Exception:
+    except Exception as err:
+        if is_transient(err):
+            raise
         try:
             cur.execute("XA RECOVER")
             rows = [(r[0], int(r[1]), int(r[2]), _raw(r[3])) for r in cur.fetchall()]
-        except Exception:  # MySQL 8 without XA_RECOVER_ADMIN
+        except Exception as again:  # MySQL 8 without XA_RECOVER_ADMIN
+            if is_transient(again):
+                raise
             return None
     return {
         f"x'{data[:g].hex()}',x'{data[g : g + b].hex()}',{int(format_id)}"

@@ -72,6 +72,7 @@ class BinlogReader:
                     self.task.server_id,
                     native_splitter(self.task.decoder),
                     self.policy,  # a dump cut mid-range resumes at the next event
+                    self.task.server,
                 ),
                 self.task.start,
                 self.task.end,

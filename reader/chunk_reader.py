@@ -11,6 +11,7 @@ then read (only the chunks' tables, only their key ranges) and applied by
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from itertools import islice
 
 import pyarrow as pa
@@ -20,7 +21,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
-from cdc_source.mysql_client import quote_ident, read_head
+from cdc_source.mysql_client import SameServer, quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
@@ -101,7 +102,7 @@ class ChunkReader:
                 try:
                     for index, batch in self._attempt(writer, done):
                         if batch is None:  # chunk ``index`` is complete
-                            done, seen = index + 1, []
+                            done, seen, already = index + 1, [], None
                             attempts.progressed()
                             continue
                         seq = batch.column(batch.schema.get_field_index("_seq"))
@@ -125,6 +126,9 @@ class ChunkReader:
         chunks = self.task.chunks[first:]
         conn = open_snapshot_connection(self.connection_kwargs, self.task.client, self.connect)
         try:
+            # Q, and the binlog read to normalize from it, must come from the server the
+            # target position belongs to (a resumed snapshot may reach another one).
+            SameServer("a snapshot task", self.task.server).check(conn)
             with conn.cursor() as cur:
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
@@ -159,6 +163,7 @@ class ChunkReader:
                 self.task.server_id,
                 native_splitter(self.task.decoder),
                 self.policy,
+                self.task.server,
             ),
             start,
             end,
@@ -192,7 +197,8 @@ class ChunkReader:
     def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[tuple]]:
         """The SELECT's records, ``fetch_size`` at a time."""
         query, params = select_sql(chunk)
-        with conn.cursor() as cur:
+        cur = conn.cursor()
+        try:
             try:
                 cur.execute(query, params)
             except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
@@ -206,8 +212,17 @@ class ChunkReader:
             while True:
                 fetched = cur.fetchmany(self.task.fetch_size)
                 if not fetched:
-                    return
+                    break
                 yield list(fetched)
+        except BaseException:
+            # Drop the connection before the cursor: closing a streaming cursor reads its
+            # remaining rows, and on a lost connection PyMySQL's then fails with an
+            # AttributeError that would hide the (transient) error being raised.
+            conn.abort()
+            raise
+        finally:
+            with suppress(Exception):
+                cur.close()
 
     def _chunk_batches(
         self, conn: SnapshotConnection, chunk: ChunkSpec, overrides: dict, writer: ArrowWriter

@@ -9,6 +9,7 @@ installed and PyMySQL elsewhere; both give the same output.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from cdc_source.retry import is_transient
@@ -31,7 +32,14 @@ class SnapshotConnection:
         return self.conn.cursor(self.cursor_class) if self.cursor_class else self.conn.cursor()
 
     def close(self) -> None:
-        self.conn.close()
+        with suppress(Exception):  # it may already be gone
+            self.conn.close()
+
+    def abort(self) -> None:
+        """Drop the connection at once, reading nothing more from it."""
+        force = getattr(self.conn, "_force_close", None)  # PyMySQL
+        with suppress(Exception):
+            force() if force is not None else self.conn.close()
 
 
 def _mysqlclient(connection_kwargs: dict) -> SnapshotConnection | None:

@@ -164,19 +164,25 @@ class DumpSource:
     unbroken sequence of events (:func:`cdc_source.retry.resumed`)."""
 
     def __init__(
-        self, connect: Connect, server_id: int, splitter=None, policy: RetryPolicy | None = None
+        self,
+        connect: Connect,
+        server_id: int,
+        splitter=None,
+        policy: RetryPolicy | None = None,
+        server: str = "",
     ) -> None:
         self.connect = connect
         self.server_id = server_id
         self.splitter = splitter
         self.policy = policy or RetryPolicy(max_retries=0)
+        self.server = server  # the identity the positions belong to ('' : the first seen)
 
     def open(self, file: str, pos: int) -> tuple[EventReader, Iterator, Callable[[], None]]:
         """(the event reader of the dump, its events, a close for the stream)"""
         from cdc_source.binlog.events import EventReader
 
         reader = EventReader(file, pos)
-        server = SameServer(f"binlog dump from {file}:{pos}")
+        server = SameServer(f"binlog dump from {file}:{pos}", self.server)
 
         def attempt() -> Iterator:
             conn = self.connect()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_source.binlog.transport import BinlogServerError, DumpSource
-from cdc_source.mysql_client import SourceConnectionError
+from cdc_source.mysql_client import ServerChangedError, SourceConnectionError
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import parse_options
 from cdc_source.retry import (
@@ -211,13 +211,16 @@ class _DumpServer:
     """Serves COM_BINLOG_DUMP from a :class:`enc.BinlogFile` over fake connections, each
     cut (ConnectionResetError) after the number of bytes the next entry of ``cuts`` says."""
 
-    def __init__(self, binlog: enc.BinlogFile, cuts: list[int]) -> None:
+    def __init__(self, binlog: enc.BinlogFile, cuts: list[int], server_ids=()) -> None:
         self.binlog = binlog
         self.cuts = list(cuts)
+        self.server_ids = list(server_ids)  # server_id of each connection (default 1)
         self.dumps: list[tuple[str, int]] = []
 
     def connect(self):
-        return _DumpConn(self, self.cuts.pop(0) if self.cuts else None)
+        conn = _DumpConn(self, self.cuts.pop(0) if self.cuts else None)
+        conn.server_id = self.server_ids.pop(0) if self.server_ids else 1
+        return conn
 
 
 class _DumpConn:
@@ -227,7 +230,7 @@ class _DumpConn:
         self._rfile = self
 
     def cursor(self):
-        return _Cursor()
+        return _Cursor(self.server_id)
 
     def _execute_command(self, command: int, payload: bytes) -> None:
         pos = struct.unpack_from("<I", payload)[0]
@@ -250,6 +253,9 @@ class _DumpConn:
 
 
 class _Cursor:
+    def __init__(self, server_id: int = 1) -> None:
+        self.server_id = server_id
+
     def __enter__(self):
         return self
 
@@ -261,6 +267,9 @@ class _Cursor:
 
     def fetchone(self):
         return ("CRC32",)
+
+    def fetchall(self):
+        return [("server_id", str(self.server_id))]
 
 
 def _binlog_with_transactions(count: int) -> enc.BinlogFile:
@@ -318,7 +327,9 @@ def test_a_dump_refused_by_the_server_is_not_retried():
 
     def connect():
         opened.append(1)
-        return Refusing(_DumpServer(enc.BinlogFile(), []), None)
+        conn = Refusing(_DumpServer(enc.BinlogFile(), []), None)
+        conn.server_id = 1
+        return conn
 
     source = DumpSource(connect, 9, None, RetryPolicy(5, first_delay=0.0))
     _, events, close = source.open("binlog.000001", 4)
@@ -350,3 +361,23 @@ def test_a_server_that_accepts_and_says_nothing_times_out_by_connect_timeout():
     assert time.monotonic() - began < 5
     assert is_transient(info.value)
     listener.close()
+
+
+def test_a_dump_resumed_on_another_server_stops_instead_of_mixing_histories():
+    """A fail-over while a dump is cut: the new connection reaches server 2, whose binlog
+    positions are not the first server's."""
+    binlog = _binlog_with_transactions(40)
+    server = _DumpServer(binlog, [1500], server_ids=[1, 2])
+    source = DumpSource(server.connect, 9, None, RetryPolicy(3, first_delay=0.0))
+    with pytest.raises(ServerChangedError, match="another server"):
+        _rows_read(source, binlog, "python")
+    assert not is_transient(ServerChangedError("x"))
+
+
+def test_a_task_checks_the_server_its_positions_were_planned_on():
+    binlog = _binlog_with_transactions(2)
+    planned_on_other = DumpSource(_DumpServer(binlog, []).connect, 9, None, server="server_id=2")
+    with pytest.raises(ServerChangedError):
+        _rows_read(planned_on_other, binlog, "python")
+    same = DumpSource(_DumpServer(binlog, []).connect, 9, None, server="server_id=1")
+    assert len(_rows_read(same, binlog, "python")) == 6
