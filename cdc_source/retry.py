@@ -35,11 +35,13 @@ T = TypeVar("T")
 # 1040 too many connections, 1053 server shutdown in progress, 1077 normal shutdown,
 # 1079 shutdown complete, 1152/1158-1161 aborted connection / network read-write errors,
 # 1317 query interrupted (a shutdown interrupts running statements), 1927 connection
-# killed (MariaDB ER_CONNECTION_KILLED), 4031 client disconnected by the server for
+# killed (MariaDB ER_CONNECTION_KILLED), 3032 server in offline mode (ER_SERVER_OFFLINE_MODE:
+# maintenance, a group-replication member leaving, a cloud instance low on disk; MySQL
+# manual "offline_mode", MariaDB KB e3032), 4031 client disconnected by the server for
 # inactivity (MySQL 8.0.24+ ER_CLIENT_INTERACTION_TIMEOUT).
 TRANSIENT_CODES = frozenset(
     {2002, 2003, 2006, 2013, 2055, 1040, 1053, 1077, 1079, 1152, 1158, 1159, 1160, 1161}
-    | {1317, 1927, 4031}
+    | {1317, 1927, 3032, 4031}
 )
 _TRANSIENT_ERRNOS = frozenset(
     {
