@@ -20,21 +20,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.integration.streams import committed_batches, source_offsets
+from tests.integration.streams import committed_position
 
 MASTER = "local-cluster[2,1,1024]"
-
-
-def _reached(checkpoint: Path, head: list[int]) -> bool:
-    done = committed_batches(checkpoint)
-    offsets = source_offsets(checkpoint)
-    if not done or max(done) not in offsets:
-        return False
-    offset = offsets[max(done)]
-    binlog = offset.get("binlog")
-    if offset.get("snapshot") is not None or not binlog:
-        return False
-    return [int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])] >= head
 
 
 def main(options_path: str, checkpoint: str, out: str, control: str) -> int:
@@ -67,7 +55,8 @@ def main(options_path: str, checkpoint: str, out: str, control: str) -> int:
     head_file = Path(control) / "head.json"
     try:
         while query.isActive:
-            if head_file.exists() and _reached(Path(checkpoint), json.loads(head_file.read_text())):
+            head = tuple(json.loads(head_file.read_text())) if head_file.exists() else None
+            if head is not None and committed_position(Path(checkpoint)) >= head:
                 return 0
             time.sleep(0.2)
         print(f"query ended: {query.exception()}", file=sys.stderr)

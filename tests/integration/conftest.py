@@ -5,11 +5,21 @@ import sys
 
 import pytest
 
-from tests.integration.server import TestServer
+from tests.integration.server import TEST_URL_ENV, TestServer
 
 
 @pytest.fixture(scope="session")
 def server():
+    test_server = TestServer()
+    yield test_server
+    test_server.stop()
+
+
+@pytest.fixture(scope="module")
+def killable_server():
+    """A throwaway server of the module's own, which its tests may kill and restart."""
+    if os.environ.get(TEST_URL_ENV):
+        pytest.skip("killing the server needs the embedded one, not CDC_MYSQL_TEST_URL")
     test_server = TestServer()
     yield test_server
     test_server.stop()

@@ -23,7 +23,9 @@ from tests.integration.server import TestServer
 from tests.integration.streams import (
     StreamRun,
     committed_batches,
+    committed_position,
     read_output,
+    server_head,
     source_offsets,
     wait_for,
 )
@@ -106,20 +108,6 @@ def _offset_bytes(checkpoint: Path) -> int:
     return len(json.dumps(offsets[max(offsets)], separators=(",", ":")))
 
 
-def _head(server: TestServer) -> tuple[int, int]:
-    (row,) = server.query("SHOW MASTER STATUS")
-    return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
-
-
-def _position(checkpoint: Path) -> tuple[int, int]:
-    done = committed_batches(checkpoint)
-    offsets = source_offsets(checkpoint)
-    if not done or max(done) not in offsets or offsets[max(done)].get("snapshot") is not None:
-        return (0, 0)
-    binlog = offsets[max(done)]["binlog"]
-    return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
-
-
 def run_soak(
     spark,
     server: TestServer,
@@ -174,8 +162,8 @@ def run_soak(
                 next_sample += sample_every
             time.sleep(0.5)
         writer.stop()
-        head = _head(server)
-        wait_for(lambda: _position(run.checkpoint) >= head, 300, "catching up", query)
+        head = server_head(server)
+        wait_for(lambda: committed_position(run.checkpoint) >= head, 300, "catching up", query)
         report.still_running = query.isActive
     finally:
         writer.stop()

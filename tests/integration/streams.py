@@ -40,6 +40,26 @@ def committed_batches(checkpoint: Path) -> set[int]:
     return {int(e.name) for e in directory.iterdir() if e.name.isdigit()}
 
 
+def committed_position(checkpoint: Path) -> tuple[int, int]:
+    """(file number, position) of the last committed batch's end once the stream owns
+    every table; (0, 0) before that."""
+    done = committed_batches(checkpoint)
+    offsets = source_offsets(checkpoint)
+    if not done or max(done) not in offsets:
+        return (0, 0)
+    offset = offsets[max(done)]
+    binlog = offset.get("binlog")
+    if not binlog or offset.get("snapshot") is not None:
+        return (0, 0)
+    return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
+
+
+def server_head(server) -> tuple[int, int]:
+    """The server's binlog head as (file number, position)."""
+    (row,) = server.query("SHOW MASTER STATUS")
+    return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
+
+
 def handover_batch(checkpoint: Path) -> int | None:
     """The first batch whose end offset is past the hand-over."""
     for batch_id, offset in sorted(source_offsets(checkpoint).items()):

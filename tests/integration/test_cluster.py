@@ -11,18 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-from tests.integration.server import TestServer
-from tests.integration.streams import committed_batches, handover_batch, read_output
+from tests.integration.streams import (
+    committed_batches,
+    handover_batch,
+    read_output,
+    server_head,
+)
 from tests.integration.workload import COMPOSITE, Writer, check_exactly_once, load
 
 ONE_DECODER = True
 ROWS = 30_000
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _head(server: TestServer) -> list[int]:
-    (row,) = server.query("SHOW MASTER STATUS")
-    return [int(str(row[0]).rsplit(".", 1)[1]), int(row[1])]
 
 
 def _wait(condition, timeout: float, what: str, process: subprocess.Popen) -> None:
@@ -66,7 +65,7 @@ def test_exactly_once_on_a_local_cluster_with_separate_executor_jvms(server, spa
         handover = handover_batch(checkpoint)
         _wait(lambda: len(committed_batches(checkpoint)) > handover + 2, 200, "stream", process)
         writer.stop()
-        (control / "head.json").write_text(json.dumps(_head(server)))
+        (control / "head.json").write_text(json.dumps(server_head(server)))
         assert process.wait(timeout=300) == 0, (tmp_path / "cluster.log").read_text()[-3000:]
     finally:
         writer.stop()

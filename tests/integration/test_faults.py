@@ -10,24 +10,22 @@ Connection handling does not depend on the row decoder, so these run once
 
 from __future__ import annotations
 
-import os
 import time
-
-import pytest
 
 from tests.integration.faults import (
     CuttingProxy,
     EnduringWriter,
     kill_python_workers,
 )
-from tests.integration.server import TEST_URL_ENV, TEST_USER, TestServer
+from tests.integration.server import TEST_USER, TestServer
 from tests.integration.streams import (
     StreamRun,
     committed_batches,
+    committed_position,
     handover_batch,
     largest_offset_bytes,
     read_output,
-    source_offsets,
+    server_head,
     wait_for,
 )
 from tests.integration.workload import AUTO_INCREMENT, COMPOSITE, check_exactly_once, load
@@ -41,38 +39,12 @@ OPTIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def own_server():
-    """A server of this module's own, which it kills and restarts."""
-    if os.environ.get(TEST_URL_ENV):
-        pytest.skip("killing the server needs the embedded one, not CDC_MYSQL_TEST_URL")
-    server = TestServer()
-    yield server
-    server.stop()
-
-
-def _head(server) -> tuple[int, int]:
-    (row,) = server.query("SHOW MASTER STATUS")
-    return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
-
-
-def _committed_position(checkpoint) -> tuple[int, int] | None:
-    done = committed_batches(checkpoint)
-    offsets = source_offsets(checkpoint)
-    if not done or max(done) not in offsets:
-        return None
-    binlog = offsets[max(done)].get("binlog")
-    if not binlog or offsets[max(done)].get("snapshot") is not None:
-        return None
-    return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
-
-
 def _finish(server, run: StreamRun, query, writer: EnduringWriter, database: str, kind) -> list:
     """Stop the writer, let the running query catch up with the head, check the output."""
     writer.stop()
-    head = _head(server)
+    head = server_head(server)
     wait_for(
-        lambda: (_committed_position(run.checkpoint) or (0, 0)) >= head,
+        lambda: committed_position(run.checkpoint) >= head,
         180,
         f"the running query to reach the head {head}",
         query,
@@ -96,23 +68,25 @@ def _crash(server: TestServer, down_seconds: float) -> None:
     server.embedded.restart()
 
 
-def test_server_killed_and_restarted_during_snapshot_and_during_stream(own_server, spark, tmp_path):
-    database = own_server.fresh_database("fault_kill")
-    load(own_server, database, AUTO_INCREMENT, ROWS)
-    options = own_server.source_options(database, rf"{database}\.orders", **OPTIONS)
+def test_server_killed_and_restarted_during_snapshot_and_during_stream(
+    killable_server, spark, tmp_path
+):
+    database = killable_server.fresh_database("fault_kill")
+    load(killable_server, database, AUTO_INCREMENT, ROWS)
+    options = killable_server.source_options(database, rf"{database}\.orders", **OPTIONS)
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
-    writer = EnduringWriter(own_server, database, AUTO_INCREMENT, ROWS, seed=3)
+    writer = EnduringWriter(killable_server, database, AUTO_INCREMENT, ROWS, seed=3)
     writer.start()
     query = run.start()
     try:
         _wait_batches(run, 2, query, "two snapshot batches")
         assert handover_batch(run.checkpoint) is None, "the first crash must hit the snapshot"
-        _crash(own_server, 5)
+        _crash(killable_server, 5)
         wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "hand-over", query)
         _wait_batches(run, 2, query, "stream batches")
-        _crash(own_server, 5)
+        _crash(killable_server, 5)
         _wait_batches(run, 3, query, "stream batches after the second crash")
-        output = _finish(own_server, run, query, writer, database, AUTO_INCREMENT)
+        output = _finish(killable_server, run, query, writer, database, AUTO_INCREMENT)
     finally:
         writer.stop()
         query.stop()

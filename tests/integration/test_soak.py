@@ -7,30 +7,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
-from tests.integration.server import TEST_URL_ENV, TestServer
 from tests.integration.soak import FAULTS, run_soak
 
 ONE_DECODER = True
 SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "300"))
 
 
-@pytest.fixture(scope="module")
-def own_server():
-    if os.environ.get(TEST_URL_ENV):
-        pytest.skip("the soak restarts the server: it needs the embedded one")
-    server = TestServer()
-    yield server
-    server.stop()
-
-
 def test_five_minutes_of_faults_under_writes_stay_exact_with_flat_memory(
-    own_server, spark, tmp_path
+    killable_server, spark, tmp_path
 ):
     report = run_soak(
         spark,
-        own_server,
+        killable_server,
         tmp_path,
         Path(os.environ["CDC_MYSQL_STATE_DIR"]),
         SOAK_SECONDS,
