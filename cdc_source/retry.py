@@ -226,7 +226,8 @@ def resumed(open_stream: Callable[[], Iterator[T]], policy: RetryPolicy, what: s
         stream = open_stream()
         try:
             for item in stream:
-                attempts.progressed()
+                if attempts.count:  # (a check per item: this loop carries every binlog event)
+                    attempts.progressed()
                 yield item
             return
         except Exception as err:  # noqa: BLE001 - classified by Attempts.failed
