@@ -23,6 +23,8 @@ TEST_PASSWORD = "cdc-test-secret"
 class TestServer:
     """Admin access plus a CDC account, on an embedded or an external server."""
 
+    __test__ = False  # a helper, not a test class, whatever its name
+
     def __init__(self) -> None:
         self.embedded: EmbeddedServer | None = None
         self.decoder: str | None = None  # scan.binlog.decoder of the queries, when set
