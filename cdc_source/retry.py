@@ -108,10 +108,8 @@ def is_transient(err: BaseException) -> bool:
     if module.startswith(("pymysql", "MySQLdb")):
         if type(err).__name__ == "InterfaceError":
             return True  # PyMySQL: "(0, '')", a use of a connection already closed
-        code = error_code(err)
-        return code in TRANSIENT_CODES
-    code = error_code(err)
-    return type(err).__name__ == "BinlogServerError" and code in TRANSIENT_CODES
+        return error_code(err) in TRANSIENT_CODES
+    return False
 
 
 def describe(err: BaseException) -> str:

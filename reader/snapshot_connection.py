@@ -12,14 +12,12 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
+from cdc_source.mysql_client import SourceConnectionError
 from cdc_source.retry import is_transient
 
 
-class SnapshotClientError(RuntimeError):
-    def __init__(self, message: str, code: int | None = None, transient: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.transient = transient
+class SnapshotClientError(SourceConnectionError):
+    """The snapshot's client could not connect, or is not installed."""
 
 
 @dataclass

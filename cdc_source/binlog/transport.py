@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from cdc_source.mysql_client import SameServer
-from cdc_source.retry import RetryPolicy, resumed
+from cdc_source.retry import TRANSIENT_CODES, RetryPolicy, resumed
 
 if TYPE_CHECKING:
     from cdc_source.binlog.events import EventReader
@@ -29,6 +29,12 @@ class BinlogServerError(RuntimeError):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(f"binlog dump failed: ({code}) {message}")
         self.code = code
+
+    @property
+    def transient(self) -> bool:
+        """A lost or refused connection (a new dump may succeed); the server's refusals,
+        e.g. 1236 for a purged or unknown binlog position, are permanent."""
+        return self.code in TRANSIENT_CODES
 
 
 def prepare_dump_session(conn) -> bool:
@@ -117,37 +123,25 @@ def read_chunk(read: Callable[[int], bytes]) -> bytes:
 
 
 def _split_packets(read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """Event payloads of the raw dump stream (the Python path of
+    :meth:`EventReader.events_from_stream`): each one read to its end, then joined once."""
     buffer = bytearray()
     start = 0
-    pending: list[bytes] = []  # parts of a payload longer than one packet
     while True:
-        while len(buffer) - start >= 4:
-            length = buffer[start] | buffer[start + 1] << 8 | buffer[start + 2] << 16
-            if len(buffer) - start < 4 + length:
-                break
-            body = bytes(buffer[start + 4 : start + 4 + length])
-            start += 4 + length
-            if length == _MAX_PACKET:
-                pending.append(body)
-                continue
-            if pending:
-                body = b"".join(pending) + body
-                pending = []
-            first = body[0] if body else 0xFE
-            if first == 0x00:
-                yield body[1:]
-            elif first == 0xFE and len(body) < 9:
+        complete, needed = payload_extent(buffer, start)
+        if complete:
+            payload, used = take_payload(buffer, start)
+            start += used
+            if not payload:
                 return
-            elif first == 0xFF:
-                code = int.from_bytes(body[1:3], "little")
-                message = body[9:] if body[3:4] == b"#" else body[3:]
-                raise BinlogServerError(code, message.decode("utf-8", "replace"))
-            else:
-                raise BinlogServerError(0, f"unexpected packet starting with {first:#x}")
+            yield payload
+            continue
         if start:
+            needed -= start
             del buffer[:start]
             start = 0
-        buffer += read_chunk(read)
+        while len(buffer) < needed:
+            buffer += read_chunk(read)
 
 
 Connect = Callable[[], object]
