@@ -58,6 +58,7 @@ class QueryDriver:
         self.xa = XaWatermark(open_session, options.server_ids.last, policy)
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
+        self._available: BinlogPosition | None = None  # the last batch start found on the server
 
     def head(self) -> BinlogPosition:
         file, pos, gtids, ts = self.session.run(read_head)
@@ -69,11 +70,12 @@ class QueryDriver:
     def _ensure_available(self, position: BinlogPosition | None) -> None:
         """The start of every batch exists on the server (one ``SHOW BINARY LOGS``): a
         purge, a fail-over or a crash that lost events is an error before data moves."""
-        if position is None:
-            return
+        if position is None or position == self._available:
+            return  # latest() and tasks() of one batch share its start: checked once
         from cdc_source.preflight import check_binlog_available
 
         self.session.run(lambda conn: check_binlog_available(conn, position))
+        self._available = position
 
     def server_identity(self) -> str:
         """The server the offsets' positions belong to (connecting once if need be)."""
