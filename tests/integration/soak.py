@@ -23,11 +23,9 @@ from tests.integration.server import TestServer
 from tests.integration.streams import (
     StreamRun,
     committed_batches,
-    committed_position,
     read_output,
-    server_head,
     source_offsets,
-    wait_for,
+    wait_caught_up,
 )
 from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
 
@@ -162,8 +160,7 @@ def run_soak(
                 next_sample += sample_every
             time.sleep(0.5)
         writer.stop()
-        head = server_head(server)
-        wait_for(lambda: committed_position(run.checkpoint) >= head, 300, "catching up", query)
+        wait_caught_up(server, run.checkpoint, query, 300)
         report.still_running = query.isActive
     finally:
         writer.stop()

@@ -60,6 +60,17 @@ def server_head(server) -> tuple[int, int]:
     return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
 
 
+def wait_caught_up(server, checkpoint: Path, query, timeout: float) -> None:
+    """Until the running query has committed a batch ending at the server's current head."""
+    head = server_head(server)
+    wait_for(
+        lambda: committed_position(checkpoint) >= head,
+        timeout,
+        f"the running query to reach the head {head}",
+        query,
+    )
+
+
 def handover_batch(checkpoint: Path) -> int | None:
     """The first batch whose end offset is past the hand-over."""
     for batch_id, offset in sorted(source_offsets(checkpoint).items()):

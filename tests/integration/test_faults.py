@@ -21,11 +21,10 @@ from tests.integration.server import TEST_USER, TestServer
 from tests.integration.streams import (
     StreamRun,
     committed_batches,
-    committed_position,
     handover_batch,
     largest_offset_bytes,
     read_output,
-    server_head,
+    wait_caught_up,
     wait_for,
 )
 from tests.integration.workload import AUTO_INCREMENT, COMPOSITE, check_exactly_once, load
@@ -42,13 +41,7 @@ OPTIONS = {
 def _finish(server, run: StreamRun, query, writer: EnduringWriter, database: str, kind) -> list:
     """Stop the writer, let the running query catch up with the head, check the output."""
     writer.stop()
-    head = server_head(server)
-    wait_for(
-        lambda: committed_position(run.checkpoint) >= head,
-        180,
-        f"the running query to reach the head {head}",
-        query,
-    )
+    wait_caught_up(server, run.checkpoint, query, 180)
     assert query.isActive, "the query must still be running, never restarted by the test"
     query.stop()
     output = read_output(run.spark, run.out)
