@@ -1,10 +1,36 @@
-"""The optional native row decoder. Without a C compiler the build goes on without it and
-the pure-Python decoder (reader/row_decoder_py.py) is used, with the same output."""
+"""The optional native code, two extensions:
+
+- ``reader._rowdecoder``: the binlog row decoder. Needs a C compiler and Python's headers.
+  Without it the pure-Python decoder (reader/row_decoder_py.py) gives the same output.
+- ``reader._textscan``: the snapshot's columnar reader over mysqlclient's connection. Also
+  needs libmariadb's headers (``libmariadb-dev``, found by ``pkg-config``), as mysqlclient
+  does. Without it snapshots are read with mysqlclient's or PyMySQL's cursors, with the
+  same output.
+
+A failed build leaves the package installed without that extension, unless
+``CDC_MYSQL_REQUIRE_NATIVE`` is set (CI), where it is an error.
+"""
 
 import os
+import shlex
+import subprocess
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+WARNINGS = [
+    "-O2",
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Wno-unused-parameter",
+    "-Wno-missing-field-initializers",
+    "-Wno-cast-function-type",
+]
+
+
+def _required() -> bool:
+    return bool(os.environ.get("CDC_MYSQL_REQUIRE_NATIVE"))
 
 
 class OptionalBuildExt(build_ext):
@@ -12,34 +38,59 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as err:  # no compiler or no Python headers
-            if os.environ.get("CDC_MYSQL_REQUIRE_NATIVE"):
+            if _required():
                 raise
-            print(f"cdc-mysql: native row decoder not built ({err}); using pure Python")
+            print(f"cdc-mysql: native extensions not built ({err}); using pure Python")
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as err:
-            if os.environ.get("CDC_MYSQL_REQUIRE_NATIVE"):
+            if _required():
                 raise
-            print(f"cdc-mysql: native row decoder not built ({err}); using pure Python")
+            print(f"cdc-mysql: {ext.name} not built ({err}); using the Python path instead")
 
 
-setup(
-    ext_modules=[
+def _client_library_flags() -> tuple[list[str], list[str]] | None:
+    """Compile and link flags of libmariadb (or libmysqlclient), from pkg-config."""
+    for package in ("libmariadb", "mysqlclient"):
+        try:
+            cflags = subprocess.run(
+                ["pkg-config", "--cflags", package], capture_output=True, text=True, check=True
+            ).stdout
+            libs = subprocess.run(
+                ["pkg-config", "--libs", package], capture_output=True, text=True, check=True
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        return shlex.split(cflags), shlex.split(libs)
+    return None
+
+
+def _extensions() -> list[Extension]:
+    extensions = [
         Extension(
             "reader._rowdecoder",
             sources=["reader/_rowdecoder.c"],
-            extra_compile_args=[
-                "-O2",
-                "-std=c11",
-                "-Wall",
-                "-Wextra",
-                "-Wno-unused-parameter",
-                "-Wno-missing-field-initializers",
-                "-Wno-cast-function-type",
-            ],
+            extra_compile_args=WARNINGS,
         )
-    ],
-    cmdclass={"build_ext": OptionalBuildExt},
-)
+    ]
+    client = _client_library_flags()
+    if client is None:
+        if _required():
+            raise SystemExit("cdc-mysql: libmariadb-dev (pkg-config libmariadb) is required")
+        print("cdc-mysql: libmariadb headers not found; reader._textscan not built")
+    else:
+        cflags, libs = client
+        extensions.append(
+            Extension(
+                "reader._textscan",
+                sources=["reader/_textscan.c"],
+                extra_compile_args=WARNINGS + cflags,
+                extra_link_args=libs,
+            )
+        )
+    return extensions
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

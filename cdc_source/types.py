@@ -195,24 +195,3 @@ _CANONICAL_AS_FETCHED = {
     "year",
 }
 _TEMPORAL_CLASSES = {"date": dt.date, "datetime": dt.datetime, "timestamp": dt.datetime}
-
-
-def snapshot_converter(column: ColumnSpec):
-    """How a column's values, as PyMySQL returns them from the snapshot SELECT, become
-    canonical: ``None`` when they already are (no per-value work), else a function over
-    a list of values. Binlog values always go through :func:`canonical_value`."""
-    t = column.data_type
-    if t == "tinyint" and not column.is_tinyint1:
-        return None
-    if t == "bigint" and not column.unsigned:
-        return None
-    if t == "decimal" and (column.precision or 10) <= SPARK_MAX_DECIMAL:
-        return None
-    if t in _CANONICAL_AS_FETCHED:
-        return None
-    if t in _TEMPORAL_CLASSES:
-        wanted = _TEMPORAL_CLASSES[t]
-        return lambda values: [
-            v if v is None or v.__class__ is wanted else canonical_value(column, v) for v in values
-        ]
-    return lambda values: [canonical_value(column, v) for v in values]

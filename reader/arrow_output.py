@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from cdc_source.catalog import TableSchema
@@ -15,7 +16,6 @@ from cdc_source.types import (
     canonical_value,
     json_default,
     row_json,
-    snapshot_converter,
     spark_type,
 )
 from reader.text_columns import text_column_to_arrow, text_to_python
@@ -39,6 +39,10 @@ def _canonical(table: TableSchema, image: dict | None) -> dict | None:
     if image is None:
         return None
     return {c.name: canonical_value(c, image.get(c.name)) for c in table.columns}
+
+
+def _constant(value: pa.Scalar, count: int) -> pa.Array:
+    return pc.fill_null(pa.nulls(count, value.type), value)
 
 
 class ArrowWriter:
@@ -70,54 +74,37 @@ class ArrowWriter:
         if count:
             yield self._batch(columns)
 
-    def snapshot_batches(
-        self,
-        table: TableSchema,
-        records: list[tuple],
-        seqs: list[str],
-        ts_ms: int,
-        text: bool = False,
+    def snapshot_text_batches(
+        self, table: TableSchema, columns: list[pa.Array], seqs: pa.Array, ts_ms: int
     ) -> Iterator[pa.RecordBatch]:
-        """Snapshot rows (``op`` 'r') straight from the SELECT's records, column by column:
-        most columns need no per-value Python at all. ``text``: the records hold the
-        server's unconverted text (a C client), cast by Arrow. The envelope schema
-        (several tables) takes the per-row path."""
-        width = len(table.columns)
+        """Snapshot rows (``op`` 'r') from the SELECT's text columns (one binary array per
+        column of ``table``), typed column by column by Arrow: no per-value Python for
+        most types. The envelope schema (several tables) takes the per-row path."""
+        count = len(seqs)
+        if not count:
+            return
         if self.envelope:
-            names = table.column_names
-            columns = table.columns
+            values = [column.to_pylist() for column in columns]
             rows = (
                 Emitted(
                     table,
                     "r",
                     None,
-                    dict(zip(names, (text_to_python(c, v) for c, v in zip(columns, record))))
-                    if text
-                    else dict(zip(names, record[:width])),
+                    {c.name: text_to_python(c, v[i]) for c, v in zip(table.columns, values)},
                     seq,
                     ts_ms,
                 )
-                for record, seq in zip(records, seqs)
+                for i, seq in enumerate(seqs.to_pylist())
             )
             yield from self.batches(rows)
             return
-        if not records:
-            return
-        count = len(records)
-        columns = list(zip(*records))[:width]
-        arrays = []
-        for column, values, field in zip(table.columns, columns, self.arrow_schema):
-            if text:
-                arrays.append(text_column_to_arrow(column, list(values), field.type))
-                continue
-            convert = self._converters.get(column.name)
-            if convert is None:
-                convert = self._converters[column.name] = (snapshot_converter(column),)
-            values = list(values) if convert[0] is None else convert[0](values)
-            arrays.append(pa.array(values, type=field.type))
-        arrays.append(pa.array(["r"] * count, type=pa.string()))
-        arrays.append(pa.array(seqs, type=pa.string()))
-        arrays.append(pa.array([ts_ms] * count, type=pa.int64()))
+        arrays = [
+            text_column_to_arrow(column, values, field.type)
+            for column, values, field in zip(table.columns, columns, self.arrow_schema)
+        ]
+        arrays.append(_constant(pa.scalar("r"), count))
+        arrays.append(seqs)
+        arrays.append(_constant(pa.scalar(ts_ms, pa.int64()), count))
         yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
     def _empty(self) -> list[list]:

@@ -11,8 +11,6 @@ then read (only the chunks' tables, only their key ranges) and applied by
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import suppress
-from itertools import islice
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +18,7 @@ import pyarrow.compute as pc
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.key_sql import key_range
-from cdc_source.keys import needs_weight, record_key_encoder, weight_sql
+from cdc_source.keys import needs_weight, weight_sql
 from cdc_source.mysql_client import SameServer, quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
@@ -30,11 +28,19 @@ from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
 from reader.binlog_range import RangeReader
 from reader.frontier import READ
+from reader.key_columns import snapshot_seq_column, sort_key_reader
 from reader.key_weights import WeightResolver
-from reader.normalize import KeyedChange, in_key_range, merge, redo_overrides, undo_overrides
+from reader.normalize import (
+    KeyedChange,
+    in_key_range,
+    redo_overrides,
+    restored_rows,
+    touched_keys,
+    undo_overrides,
+    untouched_rows,
+)
 from reader.row_decoding import native_splitter
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
-from reader.text_columns import text_to_python
 
 
 class SchemaChangedError(RuntimeError):
@@ -129,17 +135,15 @@ class ChunkReader:
             # Q, and the binlog read to normalize from it, must come from the server the
             # target position belongs to (a resumed snapshot may reach another one).
             SameServer("a snapshot task", self.task.server).check(conn)
-            with conn.cursor() as cur:
-                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             q = snapshot_position(conn)
             overrides = self._overrides(q, writer, chunks)
             for index, (chunk, chunk_overrides) in enumerate(zip(chunks, overrides), first):
                 for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):
                     yield index, batch
                 yield index, None
-            with conn.cursor() as cur:
-                cur.execute("COMMIT")
+            conn.execute("COMMIT")
         finally:
             conn.close()
 
@@ -194,70 +198,43 @@ class ChunkReader:
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result
 
-    def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[tuple]]:
-        """The SELECT's records, ``fetch_size`` at a time."""
+    def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[pa.Array]]:
+        """The SELECT's columns (the server's text), ``fetch_size`` rows at a time."""
         query, params = select_sql(chunk)
-        cur = conn.cursor()
         try:
-            try:
-                cur.execute(query, params)
-            except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
-                if err.args and err.args[0] == 1054:  # unknown column
-                    raise SchemaChangedError(
-                        f"{chunk.table.name} lost a column since the query started "
-                        f"({err.args[1]}); the output schema is fixed per query: start a new "
-                        "query with a new checkpoint location to snapshot the new shape"
-                    ) from None
-                raise
-            while True:
-                fetched = cur.fetchmany(self.task.fetch_size)
-                if not fetched:
-                    break
-                yield list(fetched)
-        except BaseException:
-            # Drop the connection before the cursor: closing a streaming cursor reads its
-            # remaining rows, and on a lost connection PyMySQL's then fails with an
-            # AttributeError that would hide the (transient) error being raised.
-            conn.abort()
+            yield from conn.fetch_columns(query, params, self.task.fetch_size)
+        except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
+            if err.args and err.args[0] == 1054:  # unknown column
+                raise SchemaChangedError(
+                    f"{chunk.table.name} lost a column since the query started "
+                    f"({err.args[1]}); the output schema is fixed per query: start a new "
+                    "query with a new checkpoint location to snapshot the new shape"
+                ) from None
             raise
-        finally:
-            with suppress(Exception):
-                cur.close()
 
     def _chunk_batches(
         self, conn: SnapshotConnection, chunk: ChunkSpec, overrides: dict, writer: ArrowWriter
     ) -> Iterator[pa.RecordBatch]:
-        """The chunk's rows as of P (:func:`reader.normalize.merge`), as Arrow batches of at
-        most ``fetch_size`` rows. SELECT records take the columnar path; the few rows that
-        come from binlog images go through the per-value conversion."""
+        """The chunk's rows as of P (:func:`reader.normalize.merge` on columns): the
+        SELECT's rows whose key was touched between P and Q are dropped by an anti-join
+        on the key bytes, and the touched keys' states at P (binlog images, few) follow."""
         schema: TableSchema = chunk.table
         target = self.task.target
         prefix = snapshot_seq_prefix(target.file_number, target.pos, chunk.table_index)
-        encode = record_key_encoder(
-            schema, schema.column_names, text_to_python if conn.text else None
-        )
-        if not overrides:  # nothing changed since P: merge is the identity, stay in bulk
-            for fetched in self._fetches(conn, chunk):
-                seqs = [prefix + encode(record).hex() for record in fetched]
-                yield from writer.snapshot_batches(schema, fetched, seqs, target.ts, conn.text)
-            return
-        selected = (
-            (encode(record), record) for fetched in self._fetches(conn, chunk) for record in fetched
-        )
-        rows = merge(selected, overrides)
-        while True:
-            group = list(islice(rows, self.task.fetch_size))
-            if not group:
-                break
-            records = [(prefix + key.hex(), row) for key, row in group if type(row) is tuple]
-            if records:
-                seqs, fetched = zip(*records)
-                yield from writer.snapshot_batches(
-                    schema, list(fetched), list(seqs), target.ts, text=conn.text
-                )
-            images = [
-                Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
-                for key, row in group
-                if type(row) is not tuple
-            ]
-            yield from writer.batches(images)
+        sort_keys = sort_key_reader(schema)
+        width = len(schema.columns)
+        touched = touched_keys(overrides)
+        for columns in self._fetches(conn, chunk):
+            keys = sort_keys(columns)
+            if touched is not None:
+                keep = untouched_rows(keys, touched)
+                columns = [column.filter(keep) for column in columns]
+                keys = keys.filter(keep)
+            if len(keys):
+                seqs = snapshot_seq_column(prefix, keys)
+                yield from writer.snapshot_text_batches(schema, columns[:width], seqs, target.ts)
+        images = [
+            Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
+            for key, row in restored_rows(overrides)
+        ]
+        yield from writer.batches(images)

@@ -13,8 +13,11 @@ never on where chunk boundaries fall or when the SELECT ran.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 ABSENT = None
 
@@ -51,14 +54,24 @@ def redo_overrides(changes: Iterable[KeyedChange], in_range: Callable[[bytes], b
     return state
 
 
-def merge(selected: Iterable[tuple[bytes, dict]], overrides: dict) -> Iterator[tuple[bytes, dict]]:
-    """The SELECT's rows with every touched key replaced by its state at P."""
-    for key, row in selected:
-        if key not in overrides:
-            yield key, row
-    for key, row in overrides.items():
-        if row is not ABSENT:
-            yield key, row
+# Merging the SELECT with the overrides, on columns: every fetched row whose key was
+# touched is dropped (one anti-join per fetch instead of a lookup per row), and the touched
+# keys that exist at P are emitted from their images.
+
+
+def touched_keys(overrides: dict) -> pa.Array | None:
+    """The keys the overrides replace, as a binary column (None: nothing to replace)."""
+    return pa.array(list(overrides), pa.binary()) if overrides else None
+
+
+def untouched_rows(keys: pa.Array, touched: pa.Array) -> pa.Array:
+    """Mask of the fetched rows (by sort key) that keep their SELECT value."""
+    return pc.invert(pc.is_in(keys, value_set=touched))
+
+
+def restored_rows(overrides: dict) -> list[tuple[bytes, dict]]:
+    """The touched keys that exist at P, with their state then."""
+    return [(key, row) for key, row in overrides.items() if row is not ABSENT]
 
 
 def in_key_range(lo: bytes | None, hi: bytes | None) -> Callable[[bytes], bool]:

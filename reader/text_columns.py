@@ -1,8 +1,8 @@
 """Snapshot values in the server's text form, as a C client returns them unconverted.
 
-With mysqlclient and its converters off, a fetched value is the server's text (``bytes``,
-or ``str`` for character columns) and nothing is parsed per value in Python: Arrow casts
-whole columns. Values Arrow cannot cast (zero dates, TIME, BIT, MySQL JSON, ...) are
+Every snapshot client hands over the server's text as Arrow binary columns
+(:mod:`reader.snapshot_connection`) and nothing is parsed per value in Python: Arrow
+casts whole columns. Values Arrow cannot cast (zero dates, TIME, BIT, MySQL JSON, ...) are
 parsed the way PyMySQL parses them and then take the same :func:`canonical_value` as
 every other road, so the output does not depend on the client.
 """
@@ -49,47 +49,39 @@ def text_to_python(column: ColumnSpec, raw: Any) -> Any:
     return _text(raw)
 
 
-def text_key(columns: tuple[ColumnSpec, ...], record: tuple, positions: list[int]) -> tuple:
-    return tuple(text_to_python(c, record[p]) for c, p in zip(columns, positions))
-
-
-def _as_strings(values: list) -> pa.Array:
-    if any(isinstance(v, (bytes, bytearray)) for v in values):
-        return pa.array(values, pa.binary()).cast(pa.string())
-    return pa.array(values, pa.string())
-
-
-def _fast_cast(column: ColumnSpec, values: list, arrow_type: pa.DataType) -> pa.Array | None:
+def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
+    """Arrow's cast of a binary column of the server's text, or None (parse per value)."""
     t = column.data_type
     if t in _INTEGERS:
         if column.is_tinyint1:
-            return pc.not_equal(_as_strings(values).cast(pa.int16()), 0)
+            return pc.not_equal(text.cast(pa.int16()), 0)
         if t == "bigint" and column.unsigned:
-            return _as_strings(values).cast(pa.decimal128(20, 0))
-        return _as_strings(values).cast(arrow_type)
+            return text.cast(pa.decimal128(20, 0))
+        return text.cast(arrow_type)
     if t == "decimal" and (column.precision or 10) <= SPARK_MAX_DECIMAL:
-        return _as_strings(values).cast(arrow_type)
+        return text.cast(arrow_type)
     if t in ("float", "double", "real"):
-        return _as_strings(values).cast(pa.float64()).cast(arrow_type)
+        return text.cast(pa.float64()).cast(arrow_type)
     if t in _CASTABLE_TEXT:
-        return _as_strings(values)
+        return text.cast(pa.string())  # checks that it is UTF-8
     if t in BINARY_TYPES and t != "binary":
-        return pa.array(values, pa.binary())
+        return text
     if t == "date":
-        return _as_strings(values).cast(pa.date32())
+        return text.cast(pa.string()).cast(pa.date32())
     if t in ("datetime", "timestamp"):
-        return _as_strings(values).cast(pa.timestamp("us")).cast(arrow_type)
+        return text.cast(pa.string()).cast(pa.timestamp("us")).cast(arrow_type)
     return None
 
 
-def text_column_to_arrow(column: ColumnSpec, values: list, arrow_type: pa.DataType) -> pa.Array:
-    """One column of fetched text values as an Arrow array of the output type."""
+def text_column_to_arrow(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array:
+    """One fetched column (the server's text as Arrow binary) in the output type."""
     try:
-        array = _fast_cast(column, values, arrow_type)
+        array = _fast_cast(column, text, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         array = None  # e.g. a zero date: parse value by value below
     if array is not None and array.type == arrow_type:
         return array
     return pa.array(
-        [canonical_value(column, text_to_python(column, v)) for v in values], type=arrow_type
+        [canonical_value(column, text_to_python(column, v)) for v in text.to_pylist()],
+        type=arrow_type,
     )

@@ -6,12 +6,12 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import time_literal
 from cdc_source.output_schema import output_schema
-from cdc_source.types import canonical_value, snapshot_converter
 from reader.arrow_output import ArrowWriter, Emitted
 
 
@@ -67,17 +67,20 @@ RECORD = (
 NULLS = (8,) + (None,) * (len(COLUMNS) - 1)
 
 
-def test_columnar_snapshot_conversion_equals_the_per_value_conversion():
-    for position, column in enumerate(COLUMNS):
-        values = [RECORD[position], NULLS[position]]
-        converter = snapshot_converter(column)
-        columnar = list(values) if converter is None else converter(values)
-        assert columnar == [canonical_value(column, v) for v in values], column.name
+def _text_columns(records: list[tuple]) -> list[pa.Array]:
+    """Records as a snapshot client hands them over: one binary column of text each."""
+    return [
+        pa.array([_text_form(v) for v in values], pa.binary())
+        for values in zip(*records, strict=True)
+    ]
 
 
-def test_snapshot_batch_schema_is_exactly_sparks_and_values_round_trip():
+def test_snapshot_text_batch_has_sparks_schema_and_equals_the_per_value_path():
+    """The server's text, cast by Arrow column by column, equals the values parsed one by
+    one (PyMySQL's converters) and canonicalized: the path binlog images take."""
     writer = ArrowWriter([TABLE])
-    (batch,) = writer.snapshot_batches(TABLE, [RECORD, NULLS], ["s1", "s2"], 99)
+    seqs = pa.array(["s1", "s2"])
+    (batch,) = writer.snapshot_text_batches(TABLE, _text_columns([RECORD, NULLS]), seqs, 99)
     assert batch.schema == to_arrow_schema(output_schema([TABLE]), timezone="UTC")
     row = batch.to_pylist()[0]
     assert row["flag"] is True and row["big"] == Decimal(18446744073709551615)
@@ -85,21 +88,26 @@ def test_snapshot_batch_schema_is_exactly_sparks_and_values_round_trip():
     assert row["t"] == -3599999995 and row["_op"] == "r" and row["_ts_ms"] == 99
     per_row = next(
         ArrowWriter([TABLE]).batches(
-            [Emitted(TABLE, "r", None, dict(zip(TABLE.column_names, RECORD)), "s1", 99)]
+            [
+                Emitted(TABLE, "r", None, dict(zip(TABLE.column_names, record)), seq, 99)
+                for record, seq in ((RECORD, "s1"), (NULLS, "s2"))
+            ]
         )
     )
-    assert per_row.to_pylist()[0] == row
+    assert per_row.to_pylist() == batch.to_pylist()
 
 
 def test_envelope_snapshot_batches_keep_every_row_and_stay_bounded():
     other = TableSchema("db", "u", (COLUMNS[0],), ("id",))
     writer = ArrowWriter([TABLE, other], rows_per_batch=10)
     records = [(i,) + NULLS[1:] for i in range(25)]
-    batches = list(writer.snapshot_batches(TABLE, records, [f"{i:03d}" for i in range(25)], 1))
+    seqs = pa.array([f"{i:03d}" for i in range(25)])
+    batches = list(writer.snapshot_text_batches(TABLE, _text_columns(records), seqs, 1))
     assert [b.num_rows for b in batches] == [10, 10, 5]
     assert all(
         b.schema == to_arrow_schema(output_schema([TABLE, other]), timezone="UTC") for b in batches
     )
+    assert [r["_seq"] for b in batches for r in b.to_pylist()] == seqs.to_pylist()
 
 
 def test_typed_delete_carries_the_before_image():
@@ -119,17 +127,3 @@ def _text_form(value):
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ").encode()
     return str(value).encode()
-
-
-def test_text_records_give_the_same_batch_as_parsed_records():
-    """mysqlclient's unconverted text, cast by Arrow, equals PyMySQL's parsed values."""
-    text_record = tuple(_text_form(v) for v in RECORD)
-    text_nulls = tuple(_text_form(v) for v in NULLS)
-    parsed = next(ArrowWriter([TABLE]).snapshot_batches(TABLE, [RECORD, NULLS], ["a", "b"], 5))
-    text = next(
-        ArrowWriter([TABLE]).snapshot_batches(
-            TABLE, [text_record, text_nulls], ["a", "b"], 5, text=True
-        )
-    )
-    assert text.to_pylist() == parsed.to_pylist()
-    assert text.schema == parsed.schema

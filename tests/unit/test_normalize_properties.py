@@ -10,15 +10,18 @@ exactly ``state_at(P)`` over that range, whichever side of P the SELECT's Q fall
 
 from __future__ import annotations
 
+import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reader.normalize import (
     KeyedChange,
     in_key_range,
-    merge,
     redo_overrides,
+    restored_rows,
+    touched_keys,
     undo_overrides,
+    untouched_rows,
 )
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -83,7 +86,11 @@ def normalized(
         overrides = undo_overrides(changes[p:q], inside)
     else:
         overrides = redo_overrides(changes[q:p], inside)
-    return list(merge(selected, overrides))
+    touched = touched_keys(overrides)
+    if touched is not None:
+        keep = untouched_rows(pa.array([key for key, _ in selected], pa.binary()), touched)
+        selected = [row for row, kept in zip(selected, keep.to_pylist()) if kept]
+    return selected + restored_rows(overrides)
 
 
 def check(initial: dict, ops: list[tuple], p: int, q: int, lo, hi) -> None:
