@@ -87,6 +87,7 @@ class TableSchema:
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...]
     estimated_rows: int = 0
+    avg_row_bytes: int = 0  # information_schema.TABLES.AVG_ROW_LENGTH: sizes batches
 
     @property
     def name(self) -> str:
@@ -129,7 +130,7 @@ ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION
 """
 
 _TABLES_SQL = """
-SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES
+SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS, AVG_ROW_LENGTH FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE'
   AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
 """
@@ -146,8 +147,8 @@ def discover_tables(conn, matches) -> list[TableSchema]:
     with conn.cursor() as cur:
         cur.execute(_TABLES_SQL)
         tables = {
-            (_as_str(db), _as_str(t)): int(rows or 0)
-            for db, t, rows in cur.fetchall()
+            (_as_str(db), _as_str(t)): (int(rows or 0), int(avg or 0))
+            for db, t, rows, avg in cur.fetchall()
             if matches(_as_str(db), _as_str(t))
         }
         if not tables:
@@ -183,7 +184,8 @@ def discover_tables(conn, matches) -> list[TableSchema]:
             table=t,
             columns=tuple(columns.get((db, t), ())),
             primary_key=tuple(keys.get((db, t), ())),
-            estimated_rows=tables[(db, t)],
+            estimated_rows=tables[(db, t)][0],
+            avg_row_bytes=tables[(db, t)][1],
         )
         for db, t in tables
     ]

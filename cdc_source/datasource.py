@@ -18,6 +18,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
@@ -133,7 +134,9 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return self.driver.latest(SourceOffset.from_json_obj(start), max_rows).to_json_obj()
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        offset = self.driver.latest(SourceOffset.from_json_obj(start), max_rows, max_bytes)
+        return offset.to_json_obj()
 
     def reportLatestOffset(self) -> dict | None:
         head = self.driver.head()

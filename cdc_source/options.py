@@ -6,6 +6,7 @@ before any connection is opened, naming the option and what it accepts.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,11 +18,13 @@ SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
 
 DEFAULT_CHUNK_SIZE = 8096
-DEFAULT_CHUNKS_PER_BATCH = 64
-DEFAULT_FETCH_SIZE = 4096
-DEFAULT_SNAPSHOT_PARALLELISM = 2
+DEFAULT_ROWS_PER_BATCH = 2_000_000
+DEFAULT_BYTES_PER_BATCH = 1 << 30
+DEFAULT_FETCH_SIZE = 16384
+MIN_SNAPSHOT_PARALLELISM = 2
 DEFAULT_BINLOG_PARALLELISM = 2
-DEFAULT_SERVER_ID_RANGE = "5400-5431"
+DEFAULT_SERVER_ID_FIRST = 5400
+DEFAULT_SERVER_IDS = 32
 READ_TIMEOUT_FACTOR = 10
 LOOPBACK_HOSTS = ("localhost", "::1")
 
@@ -32,16 +35,30 @@ OPTION_DOCS: dict[str, str] = {
     "password": "password of that account",
     "database-name": "regular expression of the database(s) to capture (required)",
     "table-name": "regular expression matched against 'db.table' (required)",
-    "server-id": f"replica server id or range 'a-b', default {DEFAULT_SERVER_ID_RANGE}",
+    "server-id": (
+        f"replica server id or range 'a-b', default {DEFAULT_SERVER_ID_FIRST}-"
+        f"{DEFAULT_SERVER_ID_FIRST + DEFAULT_SERVER_IDS - 1}, longer when a batch has more tasks"
+    ),
     "server-time-zone": "IANA zone or UTC offset of the server session, default UTC",
     "scan.startup.mode": "initial (snapshot, then binlog) or latest-offset (binlog only)",
     "scan.incremental.snapshot.chunk.size": (
         f"rows per snapshot chunk, default {DEFAULT_CHUNK_SIZE}"
     ),
-    "scan.snapshot.chunks-per-batch": (
-        f"snapshot chunks planned per micro-batch, default {DEFAULT_CHUNKS_PER_BATCH}"
+    "scan.snapshot.rows-per-batch": (
+        f"snapshot rows planned per micro-batch (estimated as chunk.size per chunk), default "
+        f"{DEFAULT_ROWS_PER_BATCH:,}: enough that a batch's fixed cost stays under 10%"
     ),
-    "scan.snapshot.fetch.size": f"rows fetched per round trip, default {DEFAULT_FETCH_SIZE}",
+    "scan.snapshot.bytes-per-batch": (
+        f"snapshot bytes planned per micro-batch (by the table's average row length), "
+        f"default {DEFAULT_BYTES_PER_BATCH >> 20} MiB"
+    ),
+    "scan.snapshot.chunks-per-batch": (
+        "snapshot chunks per micro-batch; overrides the two budgets above (default unset)"
+    ),
+    "scan.snapshot.fetch.size": (
+        f"rows fetched per round trip and per Arrow batch, default {DEFAULT_FETCH_SIZE} "
+        "(a fetch also ends at 32 MiB of values)"
+    ),
     "scan.snapshot.client": (
         "auto (mysqlclient where installed, else PyMySQL), mysqlclient or pymysql: the "
         "client snapshot tasks read chunks with"
@@ -55,8 +72,9 @@ OPTION_DOCS: dict[str, str] = {
         "decoder of binlog and normalization reads; both give the same output"
     ),
     "scan.snapshot.parallelism": (
-        f"snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
-        f"default {DEFAULT_SNAPSHOT_PARALLELISM}; set it to the executor cores"
+        "snapshot tasks per micro-batch (each reads its chunks in one consistent snapshot), "
+        f"default: the cores of the machine planning the query, at least "
+        f"{MIN_SNAPSHOT_PARALLELISM}; on a cluster set it to the executors' cores"
     ),
     "connect.timeout": (
         "seconds to wait for a connection, default 30; a read that waits 10 times as long "
@@ -97,13 +115,17 @@ class SourceOptions:
     password: str = field(repr=False)
     database_pattern: str = ""
     table_pattern: str = ""
-    server_ids: ServerIdRange = ServerIdRange(5400, 5431)
+    server_ids: ServerIdRange = ServerIdRange(
+        DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + DEFAULT_SERVER_IDS - 1
+    )
     server_time_zone: str = "UTC"
     startup_mode: str = "initial"
     chunk_size: int = DEFAULT_CHUNK_SIZE
-    chunks_per_batch: int = DEFAULT_CHUNKS_PER_BATCH
+    chunks_per_batch: int | None = None  # None: sized by rows_per_batch and bytes_per_batch
+    rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
+    bytes_per_batch: int = DEFAULT_BYTES_PER_BATCH
     fetch_size: int = DEFAULT_FETCH_SIZE
-    snapshot_parallelism: int = DEFAULT_SNAPSHOT_PARALLELISM
+    snapshot_parallelism: int = MIN_SNAPSHOT_PARALLELISM
     snapshot_client: str = "auto"
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     binlog_decoder: str = "auto"
@@ -141,7 +163,7 @@ class SourceOptions:
         )
 
 
-def _positive_int(options: dict[str, str], name: str, default: int) -> int:
+def _positive_int(options: dict[str, str], name: str, default: int | None) -> int | None:
     raw = options.get(name)
     if raw is None:
         return default
@@ -161,6 +183,14 @@ def _non_negative_int(options: dict[str, str], name: str, default: int) -> int:
     if not raw.strip().isdigit():
         raise OptionError(f"option '{name}' must be an integer >= 0, got '{raw}'")
     return int(raw)
+
+
+def default_snapshot_parallelism() -> int:
+    """The cores of this machine, at least two. A Python data source is planned in a
+    process on Spark's driver that cannot ask Spark for its executors: in local mode
+    (the driver is the executor) this is Spark's cores; on a cluster the option should
+    be set to the executors' cores (``spark.sparkContext.defaultParallelism``)."""
+    return max(MIN_SNAPSHOT_PARALLELISM, os.cpu_count() or 1)
 
 
 def _parse_server_ids(raw: str) -> ServerIdRange:
@@ -242,6 +272,17 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
     _check_regex("table-name", options["table-name"])
     time_zone = options.get("server-time-zone", "UTC")
     _check_time_zone(time_zone)
+    binlog_parallelism = _positive_int(
+        options, "scan.binlog.parallelism", DEFAULT_BINLOG_PARALLELISM
+    )
+    snapshot_parallelism = _positive_int(
+        options, "scan.snapshot.parallelism", default_snapshot_parallelism()
+    )
+    if "server-id" in options:
+        server_ids = _parse_server_ids(options["server-id"])
+    else:  # one id per task of a batch, at least DEFAULT_SERVER_IDS
+        needed = max(DEFAULT_SERVER_IDS, binlog_parallelism + snapshot_parallelism)
+        server_ids = ServerIdRange(DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + needed - 1)
     port = _positive_int(options, "port", 3306)
     if port > 65535:
         raise OptionError(f"option 'port' must be between 1 and 65535, got '{port}'")
@@ -252,24 +293,24 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         password=options.get("password", ""),
         database_pattern=options["database-name"],
         table_pattern=options["table-name"],
-        server_ids=_parse_server_ids(options.get("server-id", DEFAULT_SERVER_ID_RANGE)),
+        server_ids=server_ids,
         server_time_zone=time_zone,
         startup_mode=mode,
         chunk_size=_positive_int(
             options, "scan.incremental.snapshot.chunk.size", DEFAULT_CHUNK_SIZE
         ),
-        chunks_per_batch=_positive_int(
-            options, "scan.snapshot.chunks-per-batch", DEFAULT_CHUNKS_PER_BATCH
+        chunks_per_batch=_positive_int(options, "scan.snapshot.chunks-per-batch", None),
+        rows_per_batch=_positive_int(
+            options, "scan.snapshot.rows-per-batch", DEFAULT_ROWS_PER_BATCH
+        ),
+        bytes_per_batch=_positive_int(
+            options, "scan.snapshot.bytes-per-batch", DEFAULT_BYTES_PER_BATCH
         ),
         fetch_size=_positive_int(options, "scan.snapshot.fetch.size", DEFAULT_FETCH_SIZE),
-        snapshot_parallelism=_positive_int(
-            options, "scan.snapshot.parallelism", DEFAULT_SNAPSHOT_PARALLELISM
-        ),
+        snapshot_parallelism=snapshot_parallelism,
         connect_timeout=_positive_int(options, "connect.timeout", 30),
         connect_max_retries=_non_negative_int(options, "connect.max-retries", DEFAULT_MAX_RETRIES),
         snapshot_client=client,
-        binlog_parallelism=_positive_int(
-            options, "scan.binlog.parallelism", DEFAULT_BINLOG_PARALLELISM
-        ),
+        binlog_parallelism=binlog_parallelism,
         binlog_decoder=decoder,
     )

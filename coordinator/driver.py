@@ -21,7 +21,7 @@ from cdc_source.offsets import (
 from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from cdc_source.retry import Reconnecting
-from coordinator.planner import Planner
+from coordinator.planner import BatchBudget, Planner
 from coordinator.splitter import ServerBoundarySource
 from coordinator.xa_watermark import XaWatermark
 
@@ -83,10 +83,19 @@ class QueryDriver:
             self.session.run(lambda conn: None)
         return self.server.identity or ""
 
-    def _max_chunks(self, max_rows: int | None) -> int:
+    def _budget(self, max_rows: int | None, max_bytes: int | None) -> BatchBudget:
+        """The next snapshot batch's size: the options' budget (an explicit chunk count, or
+        rows and bytes), within Spark's ReadMaxRows / ReadMaxBytes if it passed one."""
+        options = self.options
+        if options.chunks_per_batch is not None:
+            rows, size = None, None
+        else:
+            rows, size = options.rows_per_batch, options.bytes_per_batch
         if max_rows is not None:
-            return max(1, max_rows // self.options.chunk_size)
-        return self.options.chunks_per_batch
+            rows = max_rows if rows is None else min(rows, max_rows)
+        if max_bytes is not None:
+            size = max_bytes if size is None else min(size, max_bytes)
+        return BatchBudget(options.chunks_per_batch, rows, size)
 
     def _check_tables(self, offset: SourceOffset) -> None:
         if offset.tables and offset.tables != self.fingerprint:
@@ -98,15 +107,17 @@ class QueryDriver:
                 "the options and tables the checkpoint was started with"
             )
 
-    def latest(self, start: SourceOffset, max_rows: int | None = None) -> SourceOffset:
-        """The end of the next batch (``start`` when there is nothing new). ``max_rows``:
-        Spark's ReadMaxRows limit, if it passed one."""
+    def latest(
+        self, start: SourceOffset, max_rows: int | None = None, max_bytes: int | None = None
+    ) -> SourceOffset:
+        """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
+        ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
         self._check_tables(start)
         self._ensure_available(start.binlog)
         head = self.target or self.head()
         if start.snapshot is not None:
             head = self._with_xa(start.binlog, head)
-            batch = self.planner.plan(start, head, self._max_chunks(max_rows))
+            batch = self.planner.plan(start, head, self._budget(max_rows, max_bytes))
             self._log_plan(start, batch.end, len(batch.chunks), head)
             self._write_state()
             return batch.end

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cdc_source.catalog import TableSchema
 from cdc_source.keys import key_from_json, key_to_json
@@ -24,6 +25,30 @@ log = logging.getLogger("cdc_mysql.coordinator")
 
 class PlanningError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class BatchBudget:
+    """How much snapshot one micro-batch reads. A batch takes chunks until one of the
+    limits is reached (always at least one chunk): ``chunks`` (an explicit
+    ``scan.snapshot.chunks-per-batch``), ``rows`` (estimated as ``chunk.size`` per chunk)
+    and ``bytes`` (those rows at the table's average row length)."""
+
+    chunks: int | None = None
+    rows: int | None = None
+    bytes: int | None = None
+
+    @classmethod
+    def of_chunks(cls, chunks: int) -> BatchBudget:
+        return cls(chunks=chunks)
+
+    def allows(self, chunks: int, rows: int, size: int) -> bool:
+        """Whether a batch may grow to ``chunks`` chunks of ``rows`` rows, ``size`` bytes."""
+        return (
+            (self.chunks is None or chunks <= self.chunks)
+            and (self.rows is None or rows <= self.rows)
+            and (self.bytes is None or size <= self.bytes)
+        )
 
 
 class Planner:
@@ -55,15 +80,25 @@ class Planner:
             ) from None
 
     # -- planning a new batch ------------------------------------------------------------
-    def plan(self, start: SourceOffset, head: BinlogPosition, max_chunks: int) -> PlannedBatch:
-        """The next snapshot batch: up to ``max_chunks`` chunks, ending at ``head``."""
+    def plan(
+        self, start: SourceOffset, head: BinlogPosition, budget: BatchBudget | int
+    ) -> PlannedBatch:
+        """The next snapshot batch, as much as ``budget`` allows (an int: that many
+        chunks), ending at ``head``."""
         if start.snapshot is None:
             raise PlanningError("plan() is for snapshot batches; the hand-over is done")
+        if isinstance(budget, int):
+            budget = BatchBudget.of_chunks(budget)
         chunks: list[ChunkSpec] = []
+        rows = size = 0
         cursor: SnapshotCursor | None = start.snapshot
-        while cursor is not None and len(chunks) < max(1, max_chunks):
+        while cursor is not None:
             index = self.table_index(cursor.table)
             schema = self.tables[index]
+            rows += self.chunk_size
+            size += self.chunk_size * max(schema.avg_row_bytes, 1)
+            if chunks and not budget.allows(len(chunks) + 1, rows, size):
+                break
             lo = None if cursor.after is None else key_from_json(schema, cursor.after)
             hi = self.boundaries.chunk_end(schema, lo, None, self.chunk_size)
             chunks.append(ChunkSpec(schema, index, lo, hi))

@@ -7,13 +7,13 @@ from __future__ import annotations
 import gc
 import logging
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset, table_fingerprint
-from coordinator.planner import Planner
+from coordinator.planner import BatchBudget, Planner
 from coordinator.registry import SplitRegistry
 
 CHUNK_SIZE = 8096
@@ -214,3 +214,39 @@ def test_after_the_handover_a_restarted_coordinator_holds_no_snapshot_metadata()
 def test_first_offset_of_initial_mode_needs_no_binlog_position():
     planner = Planner([_table("orders", 10)], FakeBoundaries({"orders": 10}), CHUNK_SIZE)
     assert planner.initial_cursor() == SnapshotCursor("shop.orders", None)
+
+
+def _plan_chunks(budget, tables, chunk_size=1000) -> list[int]:
+    """Chunks per batch when planning the whole snapshot of ``tables`` with ``budget``."""
+    planner = Planner(
+        tables, FakeBoundaries({t.table: t.estimated_rows for t in tables}), chunk_size
+    )
+    head = FakeHead()
+    start = SourceOffset(
+        None, planner.initial_cursor(), table_fingerprint([t.name for t in tables])
+    )
+    sizes = []
+    while start.snapshot is not None:
+        batch = planner.plan(start, head(), budget)
+        sizes.append(len(batch.chunks))
+        start = batch.end
+    return sizes
+
+
+def test_batches_are_sized_by_rows_and_by_bytes_whichever_comes_first():
+    narrow = replace(_table("narrow", 20_000), avg_row_bytes=100)
+    wide = replace(_table("wide", 20_000), avg_row_bytes=100_000)
+    budget = BatchBudget(rows=5_000, bytes=50_000_000)
+    # narrow: 5 chunks of 1,000 rows (rows first); wide: 1,000 rows are 100 MB, over the
+    # byte budget, yet a batch always takes one chunk.
+    assert _plan_chunks(budget, [narrow]) == [5, 5, 5, 5, 1]  # the last chunk is (20000, end]
+    assert _plan_chunks(budget, [wide]) == [1] * 21
+    # Spark's ReadMaxRows / ReadMaxBytes narrow a budget; an explicit chunk count wins.
+    assert _plan_chunks(BatchBudget(chunks=3, rows=None, bytes=None), [wide]) == [3] * 7
+    assert _plan_chunks(BatchBudget(chunks=3, rows=2_000), [narrow])[0] == 2
+
+
+def test_a_batch_may_span_tables_within_its_budget():
+    first = replace(_table("a", 2_500), avg_row_bytes=10)
+    second = replace(_table("b", 2_500), avg_row_bytes=10)
+    assert _plan_chunks(BatchBudget(rows=4_000), [first, second]) == [4, 2]

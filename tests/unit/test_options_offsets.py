@@ -59,6 +59,23 @@ def test_valid_options_and_defaults():
     assert not parsed.matches("shop", "orders_archive")
 
 
+def test_snapshot_sizing_defaults_follow_the_work_and_the_cores(monkeypatch):
+    """No fixed chunk count: batches by rows and bytes; tasks by this machine's cores
+    (at least two), and one server id per task even when that needs more than 32."""
+    parsed = parse_options(BASE)
+    assert parsed.chunks_per_batch is None
+    assert parsed.rows_per_batch == 2_000_000 and parsed.bytes_per_batch == 1 << 30
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert parse_options(BASE).snapshot_parallelism == 2
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    many = parse_options(BASE)
+    assert many.snapshot_parallelism == 64
+    assert many.server_ids.first == 5400 and many.server_ids.size == 64 + 2
+    assert parse_options({**BASE, "scan.snapshot.parallelism": "3"}).server_ids.size == 32
+    explicit = parse_options({**BASE, "server-id": "10-11", "scan.snapshot.chunks-per-batch": "4"})
+    assert (explicit.server_ids.size, explicit.chunks_per_batch) == (2, 4)
+
+
 @pytest.mark.parametrize("name", ["hostname", "username", "database-name", "table-name"])
 @pytest.mark.parametrize("how", ["absent", "empty"])
 def test_each_missing_required_option_is_named(name, how):
