@@ -15,25 +15,24 @@ from report import Measurement
 
 @dataclass(frozen=True)
 class SnapshotConfig:
-    chunk_size: int
-    chunks_per_batch: int
-    fetch_size: int | None = None  # None: the source's default
+    """A labelled set of source options for a snapshot run (none: the source's defaults)."""
 
-    @property
-    def label(self) -> str:
-        text = f"chunk={self.chunk_size} x{self.chunks_per_batch}"
-        if self.fetch_size is not None:
-            text += f" fetch={self.fetch_size}"
-        return text
+    label: str
+    settings: tuple[tuple[str, str], ...] = ()
 
     def options(self) -> dict[str, str]:
-        options = {
-            "scan.incremental.snapshot.chunk.size": str(self.chunk_size),
-            "scan.snapshot.chunks-per-batch": str(self.chunks_per_batch),
-        }
-        if self.fetch_size is not None:
-            options["scan.snapshot.fetch.size"] = str(self.fetch_size)
-        return options
+        return dict(self.settings)
+
+    @staticmethod
+    def defaults() -> SnapshotConfig:
+        return SnapshotConfig("defaults")
+
+    @staticmethod
+    def tasks(count: int) -> SnapshotConfig:
+        return SnapshotConfig(
+            f"defaults, {count} task{'s' if count > 1 else ''}",
+            (("scan.snapshot.parallelism", str(count)),),
+        )
 
     @staticmethod
     def parse(text: str) -> SnapshotConfig:
@@ -41,7 +40,24 @@ class SnapshotConfig:
         parts = [int(p) for p in text.lower().split("x")]
         if len(parts) not in (2, 3):
             raise ValueError(f"snapshot config '{text}' is not CHUNKxPER_BATCH[xFETCH]")
-        return SnapshotConfig(*parts)
+        settings = [
+            ("scan.incremental.snapshot.chunk.size", str(parts[0])),
+            ("scan.snapshot.chunks-per-batch", str(parts[1])),
+        ]
+        label = f"chunk={parts[0]} x{parts[1]}"
+        if len(parts) == 3:
+            settings.append(("scan.snapshot.fetch.size", str(parts[2])))
+            label += f" fetch={parts[2]}"
+        return SnapshotConfig(label, tuple(settings))
+
+
+def overhead_share(durations: dict[str, int]) -> float | None:
+    """The share of the batches' time spent outside reading data: Spark's per-batch
+    bookkeeping and the source's planning (``triggerExecution`` minus ``addBatch``)."""
+    total = durations.get("triggerExecution")
+    if not total:
+        return None
+    return (total - durations.get("addBatch", 0)) / total
 
 
 def _summed_durations(progress) -> dict[str, int]:
@@ -88,4 +104,53 @@ def run_available_now(
             "duration_ms": _summed_durations(progress),
         }
     )
+    info["batch_overhead_share"] = overhead_share(info["duration_ms"])
     return Measurement(name, "cdc-mysql", rows, seconds, info)
+
+
+def streaming_floor(spark, checkpoint: str) -> float:
+    """Seconds Spark takes to start, run and stop an availableNow query of a Python data
+    source that returns one row: the fixed cost of any such query, measured in the same
+    run so that the source's own time can be told apart from it."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+    class OneRowReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+        def initialOffset(self):
+            return {"at": 0}
+
+        def latestOffset(self, start, limit):
+            return {"at": 1}
+
+        def prepareForTriggerAvailableNow(self):
+            pass
+
+        def partitions(self, start, end):
+            return [InputPartition(0)] if start["at"] < end["at"] else []
+
+        def read(self, partition):
+            yield (1,)
+
+    class OneRow(DataSource):
+        @classmethod
+        def name(cls):
+            return "bench-one-row"
+
+        def schema(self):
+            return "x int"
+
+        def streamReader(self, schema):
+            return OneRowReader()
+
+    spark.dataSource.register(OneRow)
+    began = time.perf_counter()
+    query = (
+        spark.readStream.format("bench-one-row")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return time.perf_counter() - began

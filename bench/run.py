@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import workload
-from cdc_runs import SnapshotConfig, run_available_now
+from cdc_runs import SnapshotConfig, run_available_now, streaming_floor
 from peers import find_jdbc_jar, jdbc_read, pymysql_scan, short_error
 from report import Measurement, best_of, load_average, render, skipped
+from typed_table import TYPED_TABLE, load_typed
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CONFIGS = "8096x16,8096x128,16384x64,32768x32"
+DEFAULT_CONFIGS = "8096x64,32768x32"
 WARMUP_ROWS = 20_000
 PROFILE_SERVER_IDS = (6101, 6102)
 
@@ -74,8 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--configs",
         default=DEFAULT_CONFIGS,
-        help="snapshot configs CHUNKxPER_BATCH[xFETCH], comma separated; the defaults "
-        "(8096x64) are always measured (default: %(default)s)",
+        help="snapshot configs CHUNKxPER_BATCH[xFETCH], comma separated; the defaults, "
+        "and the defaults with 1, 2 and 4 tasks, are always measured (default: %(default)s)",
     )
     parser.add_argument(
         "--repeat",
@@ -88,8 +89,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jdbc-fetchsize", type=int, default=10_000)
     parser.add_argument(
         "--jdbc-partitions",
-        default="1,2",
-        help="JDBC reader partition counts to measure, comma separated (default 1,2)",
+        default="1,auto",
+        help="JDBC reader partition counts to measure, comma separated; 'auto' is the "
+        "source's default snapshot parallelism (default %(default)s)",
+    )
+    parser.add_argument(
+        "--typed-rows",
+        type=int,
+        default=300_000,
+        help="rows of the 25-column typed table read by the source and by JDBC (0: skip)",
     )
     parser.add_argument("--pymysql-fetch", type=int, default=4096, help="PyMySQL fetchmany size")
     parser.add_argument("--skip-snapshot", action="store_true")
@@ -104,13 +112,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def snapshot_configs(text: str) -> list[SnapshotConfig]:
-    from cdc_source.options import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKS_PER_BATCH
+def jdbc_partition_counts(text: str) -> list[int]:
+    from cdc_source.options import default_snapshot_parallelism
 
-    default = SnapshotConfig(DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKS_PER_BATCH)
-    configs = [SnapshotConfig.parse(t.strip()) for t in text.split(",") if t.strip()]
-    if default not in configs:
-        configs.insert(0, default)
+    counts = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        count = default_snapshot_parallelism() if part == "auto" else int(part)
+        if count not in counts:
+            counts.append(count)
+    return counts
+
+
+def snapshot_configs(text: str) -> list[SnapshotConfig]:
+    """The source's defaults first, then the given configs, then the defaults with 1, 2
+    and 4 snapshot tasks (scaling on this machine)."""
+    configs = [SnapshotConfig.defaults()]
+    configs += [SnapshotConfig.parse(t.strip()) for t in text.split(",") if t.strip()]
+    configs += [SnapshotConfig.tasks(n) for n in (1, 2, 4)]
     return configs
 
 
@@ -221,39 +239,41 @@ class Bench:
             partitions,
         )
 
-    def _snapshot_peers(self, spark, jar: str | None, jar_problem: str) -> list[Measurement]:
+    def _snapshot_peers(
+        self, spark, jar: str | None, jar_problem: str, table: str, rows: int
+    ) -> list[Measurement]:
         args = self.args
-        rows = self.results["table"]["rows"]
-        say("snapshot peer: PyMySQL SSCursor")
-        peers = [
-            timed(
-                lambda: pymysql_scan(
-                    self.raw_kwargs(), workload.DATABASE, workload.TABLE, args.pymysql_fetch
+        peers = []
+        if table == workload.TABLE:
+            say("snapshot peer: PyMySQL SSCursor")
+            peers.append(
+                timed(
+                    lambda: pymysql_scan(
+                        self.raw_kwargs(), workload.DATABASE, table, args.pymysql_fetch
+                    )
                 )
             )
-        ]
-        for count in [int(p) for p in args.jdbc_partitions.split(",") if p.strip()]:
+        for count in jdbc_partition_counts(args.jdbc_partitions):
             name = f"jdbc x{count}" if count > 1 else "jdbc"
             if not jar:
                 peers.append(skipped(name, jar_problem))
                 continue
-            say(f"snapshot peer: Spark JDBC, {count} partition(s)")
+            say(f"snapshot peer: Spark JDBC, {count} partition(s), {table}")
             try:
-                peers.append(timed(lambda c=count: self._jdbc(spark, jar, workload.TABLE, rows, c)))
+                peers.append(timed(lambda c=count: self._jdbc(spark, jar, table, rows, c)))
             except Exception as err:  # the peer is optional: say why it is missing
                 peers.append(skipped(name, short_error(err)))
         return peers
 
-    def _snapshot_source(self, spark, config: SnapshotConfig) -> Measurement:
-        rows = self.results["table"]["rows"]
-        say(f"snapshot: cdc-mysql {config.label}")
+    def _snapshot_source(self, spark, config: SnapshotConfig, table: str, rows: int) -> Measurement:
+        say(f"snapshot: cdc-mysql {config.label}, {table}")
         run = timed(
             lambda: run_available_now(
                 spark,
-                self.source_options(workload.TABLE, **config.options()),
+                self.source_options(table, **config.options()),
                 self.checkpoint(),
                 f"cdc-mysql {config.label}",
-                {"config": config.__dict__},
+                {"config": config.options()},
             )
         )
         if run.rows != rows:
@@ -261,36 +281,81 @@ class Bench:
             say(f"WARNING: {run.name} counted {run.rows:,} rows, the table has {rows:,}")
         return run
 
+    def load_typed(self) -> int:
+        with self.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+            rows = self.args.typed_rows
+            say(f"loading {rows:,} rows into the {TYPED_TABLE} table (25 typed columns)")
+            seconds = load_typed(cur, rows)
+            stats = workload.table_stats(cur, TYPED_TABLE)
+        say(f"loaded in {seconds:.1f} s: {stats}")
+        self.results["typed_table"] = stats
+        return rows
+
     def snapshot(self, spark, jar: str | None, jar_problem: str) -> str:
-        """Peers and every source config, ``--repeat`` rounds interleaved, best of each."""
+        """For each table: the peers and every source config, ``--repeat`` rounds
+        interleaved, best of each. The 200-byte table gets every config, the typed table
+        the defaults."""
+        from cdc_source.options import default_snapshot_parallelism
+
+        floor = min(streaming_floor(spark, self.checkpoint()) for _ in range(3))
+        self.results["streaming_floor_seconds"] = round(floor, 3)
+        orders = self.results["table"]["rows"]
+        tables = [(workload.TABLE, orders, snapshot_configs(self.args.configs))]
+        if self.args.typed_rows:
+            tables.append((TYPED_TABLE, self.load_typed(), [SnapshotConfig.defaults()]))
+        texts = []
+        self.results["snapshot"] = {}
+        for table, rows, configs in tables:
+            text, result = self._snapshot_table(spark, jar, jar_problem, table, rows, configs)
+            texts.append(text)
+            self.results["snapshot"][table] = result
+        texts.append(
+            f"Spark's own fixed cost of an availableNow query of a Python data source (one "
+            f"row, same run): {floor:.2f} s; the source's default snapshot parallelism here: "
+            f"{default_snapshot_parallelism()} tasks"
+        )
+        return "\n\n".join(texts)
+
+    def _snapshot_table(self, spark, jar, jar_problem, table, rows, configs) -> tuple[str, dict]:
         args = self.args
-        configs = snapshot_configs(args.configs)
         peer_rounds: list[list[Measurement]] = []
         run_rounds: list[list[Measurement]] = []
         for _ in range(args.repeat):
-            peer_rounds.append(self._snapshot_peers(spark, jar, jar_problem))
-            run_rounds.append([self._snapshot_source(spark, c) for c in configs])
+            peer_rounds.append(self._snapshot_peers(spark, jar, jar_problem, table, rows))
+            run_rounds.append([self._snapshot_source(spark, c, table, rows) for c in configs])
         peers = [best_of(list(group)) for group in zip(*peer_rounds)]
         runs = [best_of(list(group)) for group in zip(*run_rounds)]
         default = runs[0]
         best = max(runs, key=lambda r: r.rows_per_second)
-        table_info = self.results["table"]
+        stats = self.results["table"] if table == workload.TABLE else self.results["typed_table"]
         title = (
-            f"Snapshot: {table_info['rows']:,} rows (~{table_info['avg_row_text_bytes']:.0f} "
-            f"bytes/row as text), Spark {args.master}, noop sink"
+            f"Snapshot of {table}: {rows:,} rows (~{stats['avg_row_text_bytes']:.0f} bytes/row "
+            f"as text), Spark {args.master}, noop sink"
         )
         if args.repeat > 1:
             title += f", best of {args.repeat}"
-        table = render(title, runs, peers)
-        table += f"\ndefault config: {default.name}  {default.rows_per_second:,.0f} rows/s"
-        table += f"\nbest config:    {best.name}  {best.rows_per_second:,.0f} rows/s"
-        self.results["snapshot"] = {
+        text = render(title, runs, peers)
+        share = default.details.get("batch_overhead_share")
+        durations = default.details.get("duration_ms", {})
+        batches = default.details.get("batches_with_rows", 0)
+        in_batches = durations.get("triggerExecution", 0) / 1000
+        text += f"\ndefaults: {default.rows_per_second:,.0f} rows/s over the whole query"
+        if in_batches:
+            text += (
+                f"; {rows / in_batches:,.0f} rows/s inside its {batches} batch(es) "
+                f"({in_batches:.2f} s)"
+            )
+        if share is not None:
+            text += f"\nper-batch overhead at the defaults: {share:.1%} of the batches' time"
+        text += f"\nbest config: {best.name}  {best.rows_per_second:,.0f} rows/s"
+        result = {
             "runs": [r.to_json() for r in runs],
             "peers": [p.to_json() for p in peers],
             "default": default.name,
             "best": best.name,
+            "batch_overhead_share": share,
         }
-        return table
+        return text, result
 
     # -- binlog ---------------------------------------------------------------------------
     def binlog(self, spark) -> str:

@@ -109,8 +109,11 @@ def apply_updates(
 def table_stats(cur, name: str) -> dict[str, float]:
     """Row count and the average size of a row's values as text (what the client receives)."""
     cur.execute(
-        f"SELECT COUNT(*), AVG(4 + LENGTH(customer) + LENGTH(email) + LENGTH(city) "
-        f"+ LENGTH(note) + LENGTH(amount) + LENGTH(qty) + 19 + 19) FROM {name}"
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+        "AND TABLE_NAME = %s",
+        (name,),
     )
+    lengths = " + ".join(f"COALESCE(LENGTH(`{column}`), 0)" for (column,) in cur.fetchall())
+    cur.execute(f"SELECT COUNT(*), AVG({lengths}) FROM {name}")
     count, avg_bytes = cur.fetchone()
     return {"rows": int(count), "avg_row_text_bytes": round(float(avg_bytes or 0), 1)}

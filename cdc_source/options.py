@@ -17,7 +17,6 @@ STARTUP_MODES = ("initial", "latest-offset")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
 
-DEFAULT_CHUNK_SIZE = 8096
 DEFAULT_ROWS_PER_BATCH = 2_000_000
 DEFAULT_BYTES_PER_BATCH = 1 << 30
 DEFAULT_FETCH_SIZE = 16384
@@ -42,7 +41,8 @@ OPTION_DOCS: dict[str, str] = {
     "server-time-zone": "IANA zone or UTC offset of the server session, default UTC",
     "scan.startup.mode": "initial (snapshot, then binlog) or latest-offset (binlog only)",
     "scan.incremental.snapshot.chunk.size": (
-        f"rows per snapshot chunk, default {DEFAULT_CHUNK_SIZE}"
+        "rows per snapshot chunk; default: about 16 MiB of the table's rows (by its average "
+        "row length), between 1,024 and 65,536"
     ),
     "scan.snapshot.rows-per-batch": (
         f"snapshot rows planned per micro-batch (estimated as chunk.size per chunk), default "
@@ -120,7 +120,7 @@ class SourceOptions:
     )
     server_time_zone: str = "UTC"
     startup_mode: str = "initial"
-    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_size: int | None = None  # None: by the table's row length (coordinator.planner)
     chunks_per_batch: int | None = None  # None: sized by rows_per_batch and bytes_per_batch
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
     bytes_per_batch: int = DEFAULT_BYTES_PER_BATCH
@@ -296,9 +296,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         server_ids=server_ids,
         server_time_zone=time_zone,
         startup_mode=mode,
-        chunk_size=_positive_int(
-            options, "scan.incremental.snapshot.chunk.size", DEFAULT_CHUNK_SIZE
-        ),
+        chunk_size=_positive_int(options, "scan.incremental.snapshot.chunk.size", None),
         chunks_per_batch=_positive_int(options, "scan.snapshot.chunks-per-batch", None),
         rows_per_batch=_positive_int(
             options, "scan.snapshot.rows-per-batch", DEFAULT_ROWS_PER_BATCH

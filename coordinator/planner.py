@@ -27,6 +27,25 @@ class PlanningError(RuntimeError):
     pass
 
 
+CHUNK_BYTES = 16 << 20
+MIN_CHUNK_ROWS = 1024
+MAX_CHUNK_ROWS = 65536
+
+
+def chunk_rows(schema: TableSchema, explicit: int | None) -> int:
+    """Rows per chunk of ``schema``: ``scan.incremental.snapshot.chunk.size`` when set,
+    else about 16 MiB of the table's rows, between 1,024 and 65,536. Each chunk costs a
+    query whose start drains the task's stream (about 2 ms here), so narrow rows want big
+    chunks; wide rows want small ones, so that a batch (at least one chunk) stays near
+    its byte budget. Chunk ends need not be stable across restarts: a batch's rows are
+    its key range, however it is cut into chunks."""
+    if explicit is not None:
+        return explicit
+    if schema.avg_row_bytes <= 0:
+        return MAX_CHUNK_ROWS
+    return max(MIN_CHUNK_ROWS, min(MAX_CHUNK_ROWS, CHUNK_BYTES // schema.avg_row_bytes))
+
+
 @dataclass(frozen=True)
 class BatchBudget:
     """How much snapshot one micro-batch reads. A batch takes chunks until one of the
@@ -56,7 +75,7 @@ class Planner:
         self,
         tables: list[TableSchema],
         boundaries: BoundarySource,
-        chunk_size: int,
+        chunk_size: int | None,
         registry: SplitRegistry | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -95,14 +114,15 @@ class Planner:
         while cursor is not None:
             index = self.table_index(cursor.table)
             schema = self.tables[index]
-            rows += self.chunk_size
-            size += self.chunk_size * max(schema.avg_row_bytes, 1)
+            size_of_chunk = chunk_rows(schema, self.chunk_size)
+            rows += size_of_chunk
+            size += size_of_chunk * max(schema.avg_row_bytes, 1)
             if chunks and not budget.allows(len(chunks) + 1, rows, size):
                 break
             lo = None if cursor.after is None else key_from_json(schema, cursor.after)
-            hi = self.boundaries.chunk_end(schema, lo, None, self.chunk_size)
+            hi = self.boundaries.chunk_end(schema, lo, None, size_of_chunk)
             chunks.append(ChunkSpec(schema, index, lo, hi))
-            progress = self.registry.progress(schema.name, schema.estimated_rows, self.chunk_size)
+            progress = self.registry.progress(schema.name, schema.estimated_rows, size_of_chunk)
             progress.chunks_planned += 1
             if hi is not None:
                 cursor = SnapshotCursor(schema.name, tuple(key_to_json(schema, hi)))
@@ -142,8 +162,9 @@ class Planner:
                 bound = key_from_json(schema, end.after)
             else:
                 bound = None
+            rows = chunk_rows(schema, self.chunk_size)
             while True:
-                hi = self.boundaries.chunk_end(schema, lo, bound, self.chunk_size)
+                hi = self.boundaries.chunk_end(schema, lo, bound, rows)
                 if hi is None or hi == bound:
                     yield ChunkSpec(schema, index, lo, bound)
                     break

@@ -70,7 +70,25 @@ def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> p
         return text.cast(pa.string()).cast(pa.date32())
     if t in ("datetime", "timestamp"):
         return text.cast(pa.string()).cast(pa.timestamp("us")).cast(arrow_type)
+    if t == "time":
+        return _time_micros(text)
     return None
+
+
+# TIME as the server prints it: [-]H+:MM:SS[.f{1,6}] (hours up to 838).
+_TIME_TEXT = r"^(?P<sign>-?)(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d{1,6}))?$"
+
+
+def _time_micros(text: pa.Array) -> pa.Array:
+    """TIME text as signed microseconds, on columns (``convert_timedelta`` per value)."""
+    parts = pc.extract_regex(text.cast(pa.string()), _TIME_TEXT)
+    if parts.null_count != text.null_count:  # a value of another shape: parse per value
+        raise pa.ArrowInvalid("TIME text not in [-]H:MM:SS[.ffffff] form")
+    hours, minutes, seconds = (pc.struct_field(parts, n).cast(pa.int64()) for n in ("h", "m", "s"))
+    fraction = pc.utf8_rpad(pc.struct_field(parts, "f"), width=6, padding="0").cast(pa.int64())
+    whole = pc.add(pc.multiply(pc.add(pc.multiply(hours, 60), minutes), 60), seconds)
+    micros = pc.add(pc.multiply(whole, 1_000_000), fraction)
+    return pc.if_else(pc.equal(pc.struct_field(parts, "sign"), "-"), pc.negate(micros), micros)
 
 
 def text_column_to_arrow(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array:

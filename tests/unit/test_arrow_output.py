@@ -7,12 +7,16 @@ import datetime as dt
 from decimal import Decimal
 
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import time_literal
 from cdc_source.output_schema import output_schema
+from cdc_source.types import canonical_value
 from reader.arrow_output import ArrowWriter, Emitted
+from reader.text_columns import text_column_to_arrow, text_to_python
 
 
 def _col(name, data_type, column_type, **kw) -> ColumnSpec:
@@ -127,3 +131,29 @@ def _text_form(value):
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ").encode()
     return str(value).encode()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.none() | st.integers(-(838 * 3600 + 3599) * 10**6 - 999_999, 838 * 3600 * 10**6),
+        max_size=20,
+    ),
+    st.integers(0, 6),
+)
+def test_time_text_cast_on_columns_equals_the_per_value_parse(micros, fsp):
+    """TIME takes a regular-expression cast on columns; the values equal PyMySQL's parse."""
+    column = _col("t", "time", f"time({fsp})", fsp=fsp)
+    texts = [None if m is None else _time_text(m, fsp) for m in micros]
+    array = pa.array(texts, pa.binary())
+    expected = [canonical_value(column, text_to_python(column, t)) for t in texts]
+    assert text_column_to_arrow(column, array, pa.int64()).to_pylist() == expected
+
+
+def _time_text(micros: int, fsp: int) -> bytes:
+    sign = "-" if micros < 0 else ""
+    whole, fraction = divmod(abs(micros), 1_000_000)
+    minutes, second = divmod(whole, 60)
+    hour, minute = divmod(minutes, 60)
+    text = f"{sign}{hour:02d}:{minute:02d}:{second:02d}"
+    return (text + (f".{fraction:06d}"[: fsp + 1] if fsp else "")).encode()

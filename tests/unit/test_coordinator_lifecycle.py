@@ -13,7 +13,7 @@ import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset, table_fingerprint
-from coordinator.planner import BatchBudget, Planner
+from coordinator.planner import BatchBudget, Planner, chunk_rows
 from coordinator.registry import SplitRegistry
 
 CHUNK_SIZE = 8096
@@ -250,3 +250,12 @@ def test_a_batch_may_span_tables_within_its_budget():
     first = replace(_table("a", 2_500), avg_row_bytes=10)
     second = replace(_table("b", 2_500), avg_row_bytes=10)
     assert _plan_chunks(BatchBudget(rows=4_000), [first, second]) == [4, 2]
+
+
+def test_chunks_hold_about_16_mib_of_rows_unless_the_size_is_set():
+    table = _table("t", 1_000_000)
+    assert chunk_rows(replace(table, avg_row_bytes=200), None) == 65_536  # capped
+    assert chunk_rows(replace(table, avg_row_bytes=1_000), None) == (16 << 20) // 1_000
+    assert chunk_rows(replace(table, avg_row_bytes=100_000), None) == 1_024  # floor
+    assert chunk_rows(replace(table, avg_row_bytes=0), None) == 65_536  # no statistics
+    assert chunk_rows(replace(table, avg_row_bytes=100_000), 8096) == 8096
