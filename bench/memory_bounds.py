@@ -1,6 +1,7 @@
-"""Memory of a binlog task and of the driver's planning against what they read: a single
-huge LONGBLOB value, and a stream far behind (a backlog of single-row transactions, at two
-sizes ten times apart). Measurement only.
+"""Memory of a task and of the driver's planning against what they read: a single huge
+LONGBLOB value, a stream far behind (a backlog of single-row transactions, at two sizes
+ten times apart), and a snapshot of 100 KiB rows (two table sizes ten times apart).
+Measurement only.
 
     python bench/memory_bounds.py                        # a 1 GiB value, 1 hour at 100 writes/s
     python bench/memory_bounds.py --blob-mib 256 --backlog 36000
@@ -35,7 +36,7 @@ from cdc_source.catalog import discover_tables
 from cdc_source.mysql_client import connect
 from cdc_source.offsets import BinlogPosition, SourceOffset, table_fingerprint
 from cdc_source.options import parse_options
-from cdc_source.partitions import BinlogTask
+from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from coordinator.driver import QueryDriver
 from reader.task_runner import run_task
 
@@ -57,7 +58,21 @@ conn.close()
 baseline = rss_mib()
 began = time.perf_counter()
 result = {{}}
-if role == "task":
+if role == "snapshot":  # the whole table as one chunk, at P = start
+    rows = batches = 0
+    largest = 0
+    samples = []
+    target = BinlogPosition(*start)
+    task = ChunkTask((ChunkSpec(tables[0], 0, None, None),), target, 6402, options.fetch_size)
+    for batch in run_task(task, options.connection_kwargs(), tables, options.retry_policy()):
+        rows += batch.num_rows
+        batches += 1
+        largest = max(largest, batch.nbytes)
+        del batch
+        samples.append([rows, round(rss_mib())])
+    result = {{"rows": rows, "batches": batches, "largest_batch_mib": largest / 2**20,
+              "rss_by_rows": samples[:: max(1, len(samples) // 8)]}}
+elif role == "task":
     rows = batches = 0
     largest = 0
     task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6401)
@@ -144,11 +159,39 @@ def backlog_case(server: EmbeddedServer, table: str, transactions: int) -> dict:
     }
 
 
+def wide_rows_case(server: EmbeddedServer, rows: int, row_kib: int) -> dict:
+    """A snapshot task over a table of ``rows`` rows of about ``row_kib`` KiB each, read
+    as one chunk: its memory is bounded by the fetch (rows and 32 MiB), not the table."""
+    table = f"wide{rows}"
+    with server.info.admin_connect(DATABASE) as conn, conn.cursor() as cur:
+        cur.execute(
+            f"CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(40), payload MEDIUMBLOB, "
+            "at DATETIME(6))"
+        )
+        cur.execute(
+            f"INSERT INTO {table} SELECT seq, CONCAT('row ', seq), "
+            f"REPEAT(CHAR(65 + seq % 26), {row_kib * 1024}), NOW(6) FROM seq_1_to_{rows}"
+        )
+        start = _head(cur)
+    return {
+        "rows": rows,
+        "row_kib": row_kib,
+        "table_mib": round(rows * row_kib / 1024),
+        "task": _probe(server, table, start, start, "snapshot"),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blob-mib", type=int, default=1023, help="LONGBLOB value size (0: skip)")
     parser.add_argument(
         "--backlog", type=int, default=360_000, help="transactions behind (1 hour at 100/s)"
+    )
+    parser.add_argument(
+        "--wide-rows",
+        type=int,
+        default=4000,
+        help="rows of 100 KiB read by one snapshot task, and a tenth of that (0: skip)",
     )
     args = parser.parse_args(argv)
     server = EmbeddedServer(
@@ -171,6 +214,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"{task['largest_batch_mib']:.1f} MiB (RSS by rows read: {task['rss_by_rows']}); "
                 f"driver planning peak RSS "
                 f"{driver['peak_mib']:.0f} MiB (before {driver['baseline_mib']:.0f})",
+                flush=True,
+            )
+        for rows in (args.wide_rows // 10, args.wide_rows) if args.wide_rows else ():
+            case = wide_rows_case(server, rows, 100)
+            results.setdefault("wide_rows", []).append(case)
+            task = case["task"]
+            print(
+                f"snapshot of {rows:,} rows of 100 KiB ({case['table_mib']:,} MiB) in one "
+                f"task: peak RSS {task['peak_mib']:.0f} MiB (before reading "
+                f"{task['baseline_mib']:.0f}), {task['batches']} Arrow batches, largest "
+                f"{task['largest_batch_mib']:.1f} MiB, {task['seconds']:.1f} s "
+                f"(RSS by rows read: {task['rss_by_rows']})",
                 flush=True,
             )
         if args.blob_mib:

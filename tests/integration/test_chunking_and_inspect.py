@@ -106,3 +106,26 @@ def test_inspect_reads_a_checkpoint_left_by_a_real_query(server, spark, tmp_path
     serialized = json.dumps(report)
     assert "stream" in serialized and f"{database}.t" in serialized
     assert options["password"] not in serialized
+
+
+def test_a_dense_integer_key_is_cut_by_arithmetic_into_chunks_of_about_the_chunk_size(server):
+    """Keys 1..1200 without every sixth: 1.2 key values a row, so 120-value chunks hold
+    about 100 rows each, with no counting query walking the table."""
+    database = server.fresh_database("chunks_dense")
+    server.execute("CREATE TABLE t (k INT PRIMARY KEY, payload VARCHAR(20))", database=database)
+    with server.admin(database) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, 'p')", [(k,) for k in range(1, 1201) if k % 6])
+        cur.execute(f"ANALYZE TABLE {database}.t")
+    options = server.source_options(database, rf"{database}\.t")
+    sizes = _chunk_sizes(server, options)
+    assert sum(sizes) == 1000
+    assert len(sizes) >= 8 and all(60 <= size <= 140 for size in sizes[:-1]), sizes
+    parsed = parse_options(options)
+    conn = connect(parsed.connection_kwargs())
+    try:
+        (table,) = check_tables(conn, parsed)
+    finally:
+        conn.close()
+    boundaries = ServerBoundarySource(lambda: connect(parsed.connection_kwargs()))
+    boundaries.chunk_end(table, None, None, CHUNK)
+    assert boundaries._dense[table.name] is not None, "cut by the counting query"
