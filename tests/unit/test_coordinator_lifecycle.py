@@ -259,3 +259,22 @@ def test_chunks_hold_about_16_mib_of_rows_unless_the_size_is_set():
     assert chunk_rows(replace(table, avg_row_bytes=100_000), None) == 1_024  # floor
     assert chunk_rows(replace(table, avg_row_bytes=0), None) == 65_536  # no statistics
     assert chunk_rows(replace(table, avg_row_bytes=100_000), 8096) == 8096
+
+
+def test_the_driver_budget_is_the_options_within_sparks_read_limits():
+    from types import SimpleNamespace
+
+    from coordinator.driver import QueryDriver
+
+    def budget(max_rows=None, max_bytes=None, **options):
+        values = {"chunks_per_batch": None, "rows_per_batch": 2_000_000, "bytes_per_batch": 1 << 30}
+        values.update(options)
+        holder = SimpleNamespace(options=SimpleNamespace(**values))
+        return QueryDriver._budget(holder, max_rows, max_bytes)
+
+    assert budget() == BatchBudget(None, 2_000_000, 1 << 30)
+    assert budget(max_rows=500, max_bytes=10_000) == BatchBudget(None, 500, 10_000)
+    assert budget(max_rows=5_000_000) == BatchBudget(None, 2_000_000, 1 << 30)
+    # An explicit chunk count replaces the budgets; Spark's limits still narrow it.
+    assert budget(chunks_per_batch=8) == BatchBudget(8, None, None)
+    assert budget(max_bytes=1_000, chunks_per_batch=8) == BatchBudget(8, None, 1_000)

@@ -1,0 +1,209 @@
+"""The snapshot's C reader (reader/_textscan.c) never crashes the worker: misuse is an
+exception, a closed or killed connection is a transient server error, and a result
+stream corrupted on the wire (bytes flipped or cut by a proxy, seeded) ends in an
+exception or in rows, never in a crash. The fuzzing runs in a child process, so a
+crash would fail the test instead of ending the test run."""
+
+from __future__ import annotations
+
+import random
+import select
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from cdc_source.embedded_server import free_port
+from reader import snapshot_connection
+
+pytestmark = pytest.mark.skipif(
+    snapshot_connection._textscan is None, reason="reader._textscan is not built"
+)
+ONE_DECODER = True  # no binlog is read here
+MARKER = b"/*fuzz*/"
+
+
+def _connect(server, port=None, **extra):
+    import MySQLdb
+
+    return MySQLdb.connect(
+        host=server.info.host,
+        port=port or server.info.port,
+        user=server.info.admin_user,
+        password=server.info.admin_password,
+        charset="utf8mb4",
+        **extra,
+    )
+
+
+@pytest.fixture
+def table(server):
+    database = server.fresh_database("textscan")
+    server.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(200), b BLOB, n INT NULL)",
+        database=database,
+    )
+    with server.admin(database) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO t VALUES (%s, %s, %s, %s)",
+            [
+                (i, "x" * (i % 150), bytes([i % 256]) * (i % 40), None if i % 7 else i)
+                for i in range(3000)
+            ],
+        )
+    return f"{database}.t"
+
+
+def test_misuse_and_server_errors_are_exceptions(server, table):
+    from reader._textscan import ScanError, TextScan
+
+    conn = _connect(server)
+    scan = TextScan(conn)
+    with pytest.raises(ValueError):
+        scan.fetch(0, 1)
+    assert scan.fetch(10, 100) == (0, [])  # nothing open
+    with pytest.raises(ScanError) as syntax:
+        scan.execute(b"SELEC nothing")
+    assert syntax.value.args[0] == 1064
+    assert scan.execute(f"SELECT * FROM {table}".encode()) == 4
+    rows, columns = scan.fetch(5, 1 << 20)
+    assert rows == 5 and len(columns) == 4
+    with pytest.raises(ScanError) as busy:
+        scan.execute(b"SELECT 1")
+    assert busy.value.args[0] == 2014  # commands out of sync
+    scan.abandon()
+    scan.abandon()
+    assert scan.fetch(5, 100) == (0, [])
+    conn.close()
+    with pytest.raises(ScanError) as closed:
+        scan.execute(b"SELECT 1")
+    assert closed.value.args[0] == 2006
+    with pytest.raises(AttributeError):  # not a MySQLdb connection
+        TextScan(object())
+
+
+def test_a_connection_killed_mid_result_is_a_transient_error(server, table):
+    from cdc_source.retry import is_transient
+
+    conn = _connect(server)
+    thread_id = conn.thread_id()
+    snapshot = snapshot_connection.SnapshotConnection(conn, "native")
+    # Nine million rows: the server is still sending when the connection is killed.
+    fetches = snapshot.fetch_columns(f"SELECT * FROM {table} a, {table} b", [], 100, 1 << 20)
+    next(fetches)
+    server.execute(f"KILL CONNECTION {thread_id}")
+    with pytest.raises(Exception) as lost:
+        for _ in fetches:
+            pass
+    assert is_transient(lost.value), lost.value
+    snapshot.abort()
+
+
+def test_byte_budget_ends_a_fetch_and_every_row_arrives_once(server, table):
+    conn = _connect(server)
+    snapshot = snapshot_connection.SnapshotConnection(conn, "native")
+    fetched = list(snapshot.fetch_columns(f"SELECT id, b FROM {table}", [], 10_000, 2_000))
+    ids = [i for columns in fetched for i in columns[0].to_pylist()]
+    assert sorted(int(i) for i in ids) == list(range(3000))
+    # Each fetch stops with the row that crosses 2,000 bytes of values (ids and blobs).
+    assert all(sum(c.nbytes for c in columns) < 2_000 + 4 * 500 for columns in fetched)
+    conn.close()
+
+
+class CorruptingProxy:
+    """Forwards to the server; once the client sends a query holding MARKER, damages the
+    server's answer: one byte flipped every ``every`` bytes on average, or the stream cut
+    after ``cut_after`` bytes (seeded)."""
+
+    def __init__(self, target: tuple[str, int], seed: int) -> None:
+        self.target = target
+        self.random = random.Random(seed)
+        self.port = free_port()
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.cut_after = self.random.choice([None, self.random.randrange(1, 200_000)])
+        self.every = self.random.choice([500, 5_000, 50_000])
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        client, _ = self.listener.accept()
+        upstream = socket.create_connection(self.target)
+        armed, sent = False, 0
+        try:
+            while True:
+                ready, _, _ = select.select([client, upstream], [], [], 5)
+                if not ready:
+                    return
+                for sock in ready:
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return
+                    if sock is client:
+                        armed = armed or MARKER in data
+                        upstream.sendall(data)
+                        continue
+                    if armed:
+                        data = bytearray(data)
+                        for _ in range(max(1, len(data) // self.every)):
+                            if self.random.random() < 0.7:
+                                data[self.random.randrange(len(data))] ^= (
+                                    1 << self.random.randrange(8)
+                                )
+                        if self.cut_after is not None and sent + len(data) > self.cut_after:
+                            client.sendall(bytes(data[: self.cut_after - sent]))
+                            return
+                        sent += len(data)
+                    client.sendall(bytes(data))
+        except OSError:
+            return
+        finally:
+            for sock in (client, upstream):
+                sock.close()
+            self.listener.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    import MySQLdb
+    from reader._textscan import TextScan
+    port, user, password, table = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    conn = MySQLdb.connect(host="127.0.0.1", port=int(port), user=user, password=password,
+                           charset="utf8mb4", connect_timeout=5, read_timeout=5)
+    scan = TextScan(conn)
+    try:
+        scan.execute(f"SELECT /*fuzz*/ * FROM {table}".encode())
+        while scan.fetch(257, 1 << 16)[0]:
+            pass
+        print("rows")
+    except Exception as err:
+        print("error", type(err).__name__)
+    finally:
+        scan.abandon()
+    """
+)
+
+
+def test_a_corrupted_result_stream_never_crashes_the_reader(server, table):
+    outcomes = []
+    for seed in range(40):
+        proxy = CorruptingProxy((server.info.host, server.info.port), seed)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                str(proxy.port),
+                server.info.admin_user,
+                server.info.admin_password,
+                table,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, f"seed {seed}: exit {done.returncode}\n{done.stderr[-2000:]}"
+        outcomes.append(done.stdout.split()[0])
+    assert "error" in outcomes  # the damage was seen, not only survived
