@@ -108,6 +108,18 @@ def run_available_now(
     return Measurement(name, "cdc-mysql", rows, seconds, info)
 
 
+def run_batch_read(spark, options: dict[str, str], rows: int, name: str) -> Measurement:
+    """``spark.read.format("cdc-mysql")`` (one consistent snapshot, one Spark job) into
+    ``write.format("noop")``, timed like the JDBC peer; ``rows``: the table's row count
+    (the noop sink reports none)."""
+    reader = spark.read.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    began = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return Measurement(name, "cdc-mysql", rows, time.perf_counter() - began, {"batch_read": True})
+
+
 def streaming_floor(spark, checkpoint: str) -> float:
     """Seconds Spark takes to start, run and stop an availableNow query of a Python data
     source that returns one row: the fixed cost of any such query, measured in the same

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import workload
-from cdc_runs import SnapshotConfig, run_available_now, streaming_floor
+from cdc_runs import SnapshotConfig, run_available_now, run_batch_read, streaming_floor
 from peers import find_jdbc_jar, jdbc_read, pymysql_scan, short_error
 from report import Measurement, best_of, load_average, render, skipped
 from typed_table import TYPED_TABLE, load_typed
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIGS = "8096x64,32768x32"
-WARMUP_ROWS = 20_000
+WARMUP_ROWS = 200_000  # enough rows that the JVM has compiled the hot paths of a big read
 PROFILE_SERVER_IDS = (6101, 6102)
 
 
@@ -322,7 +322,16 @@ class Bench:
         run_rounds: list[list[Measurement]] = []
         for _ in range(args.repeat):
             peer_rounds.append(self._snapshot_peers(spark, jar, jar_problem, table, rows))
-            run_rounds.append([self._snapshot_source(spark, c, table, rows) for c in configs])
+            runs = [self._snapshot_source(spark, c, table, rows) for c in configs]
+            say(f"snapshot: cdc-mysql spark.read (batch), {table}")
+            runs.append(
+                timed(
+                    lambda: run_batch_read(
+                        spark, self.source_options(table), rows, "cdc-mysql spark.read, defaults"
+                    )
+                )
+            )
+            run_rounds.append(runs)
         peers = [best_of(list(group)) for group in zip(*peer_rounds)]
         runs = [best_of(list(group)) for group in zip(*run_rounds)]
         default = runs[0]

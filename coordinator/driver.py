@@ -188,6 +188,16 @@ class QueryDriver:
                 parts.append(task)
         return parts
 
+    def snapshot_tasks(self) -> list[BinlogTask | ChunkTask]:
+        """The tasks of a batch read (``spark.read``): every captured table's rows as of
+        the binlog head now, read and normalized exactly as the stream's snapshot batches
+        read them, all in one batch (split metadata lives only for this call)."""
+        start = SourceOffset(None, self.planner.initial_cursor(), self.fingerprint)
+        head = self._with_xa(None, self.head())
+        batch = self.planner.plan(start, head, BatchBudget())
+        self._log_plan(start, batch.end, len(batch.chunks), head)
+        return self.tasks(start, batch.end)
+
     def commit(self, end: SourceOffset) -> None:
         self.planner.registry.commit(end)
         self._write_state()
