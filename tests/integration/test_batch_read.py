@@ -54,6 +54,7 @@ def test_a_batch_read_under_writes_is_one_consistent_cut(server, spark):
     _load(server, database)
     server.execute("UPDATE t SET v = 0 WHERE id = 0", database=database)
     stop = threading.Event()
+    committed = threading.Semaphore(0)
 
     def write() -> None:
         conn = pymysql.connect(
@@ -71,12 +72,15 @@ def test_a_batch_read_under_writes_is_one_consistent_cut(server, spark):
                     cur.execute("INSERT INTO t VALUES (%s, %s, 'new')", (ROWS + n, n))
                     cur.execute("UPDATE t SET v = %s WHERE id = 0", (n,))
                     conn.commit()
+                    committed.release()
         finally:
             conn.close()
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
+        for _ in range(20):  # some transactions before the read is planned, more during it
+            assert committed.acquire(timeout=30), "the writer is stuck"
         rows = _read(spark, server.source_options(database, rf"{database}\.t"))
     finally:
         stop.set()
