@@ -2,22 +2,25 @@
 
 cdc-mysql quickstart [--rows N] [--seconds S] [--out DIR]   capture a demo table end to end
 cdc-mysql inspect CHECKPOINT [...]                           what a checkpoint holds
+cdc-mysql check --hostname H --username U ... [--json]       the server against every requirement
 """
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: cdc-mysql {quickstart,inspect} [options]
+USAGE = """usage: cdc-mysql {quickstart,inspect,check} [options]
 
 commands:
   quickstart   start a throwaway local server, stream a live demo table into a parquet
                folder with Spark, and verify the change log reproduces the table
   inspect      show what a query's checkpoint holds (offsets, phase, progress)
+  check        check a server and its tables against every requirement of the source
+               (OK / WARN / FAIL with the fix; exit status 1 on a FAIL)
 
 'cdc-mysql COMMAND --help' describes a command's options."""
 
-COMMANDS = ("quickstart", "inspect")
+COMMANDS = ("quickstart", "inspect", "check")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from cdc_source.inspect import main as inspect_main
 
         return _exit_code(inspect_main(rest))
+    if command == "check":
+        from cdc_source.check_command import main as check_main
+
+        return _exit_code(check_main(rest))
     print(f"cdc-mysql: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -90,6 +90,16 @@ def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
             f"'shop\\.orders' or 'shop\\..*'); the account '{options.username}' also needs "
             "SELECT on the tables to see them"
         )
+    problems = table_problems(tables)
+    if problems:
+        raise PreflightError("; ".join(problems))
+    _check_select(conn, tables, options.username)
+    return tables
+
+
+def table_problems(tables: list[TableSchema]) -> list[str]:
+    """What keeps each table from being captured: no primary key, a column type without a
+    Spark type, a key type that cannot be chunked. Empty when all are fine."""
     problems = []
     for table in tables:
         if not table.primary_key:
@@ -108,10 +118,7 @@ def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
                 encode_component(column, _sample(column), b"")
             except KeyTypeError as err:
                 problems.append(f"{table.name}: {err}")
-    if problems:
-        raise PreflightError("; ".join(problems))
-    _check_select(conn, tables, options.username)
-    return tables
+    return problems
 
 
 def _sample(column):

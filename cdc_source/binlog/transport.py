@@ -66,6 +66,15 @@ def start_dump(conn, server_id: int, file: str, pos: int) -> Callable[[int], byt
     return conn._rfile.read1
 
 
+def probe_dump(conn, server_id: int, file: str, pos: int) -> None:
+    """Open a non-blocking dump at ``file:pos`` and read it to its end, as a binlog task
+    does: proves the account may read the binlog (REPLICATION SLAVE), whatever grants
+    or roles give it. Raises :class:`BinlogServerError` when the server refuses."""
+    prepare_dump_session(conn)
+    for _ in _split_packets(start_dump(conn, server_id, file, pos)):
+        pass
+
+
 def payload_extent(buffer: bytearray, start: int) -> tuple[bool, int]:
     """Where the payload at ``buffer[start:]`` ends: ``(True, end)`` when all its packets
     (a payload of 16 MiB or more spans several) are in the buffer, else ``(False, n)``

@@ -1,0 +1,312 @@
+"""Every requirement of the source, checked on the server as ``cdc-mysql check`` shows it:
+one :class:`Finding` each, OK / WARN / FAIL, with the fix. Privileges are proven by doing
+what the source does (a head read, a binlog dump handshake, a SELECT per table), so grants
+through roles count; settings are read from the server. The query's own preflight
+(:mod:`cdc_source.preflight`) refuses to start on the same FAIL conditions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+
+import pymysql
+
+from cdc_source.binlog.transport import BinlogServerError, probe_dump
+from cdc_source.catalog import TableSchema, discover_tables
+from cdc_source.mysql_client import SourceConnectionError, read_head, variables
+from cdc_source.options import SourceOptions
+from cdc_source.preflight import (
+    REQUIRED_SETTINGS,
+    PreflightError,
+    check_binlog_contents,
+    table_problems,
+)
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+DAY_SECONDS = 86_400
+
+
+@dataclass(frozen=True)
+class Finding:
+    requirement: str
+    status: str  # OK, WARN or FAIL
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _server_version(conn) -> tuple[str, tuple[int, ...], bool]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@version_comment")
+        version, comment = (str(v) for v in cur.fetchone())
+    numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+    return f"{version} ({comment})", numbers, "mariadb" in f"{version} {comment}".lower()
+
+
+def check_version(conn) -> Iterator[Finding]:
+    text, numbers, mariadb = _server_version(conn)
+    needed = (10, 5, 0) if mariadb else (8, 0, 14)
+    flavour = "MariaDB" if mariadb else "MySQL"
+    if numbers < needed:
+        yield Finding(
+            "server version",
+            FAIL,
+            f"{flavour} {text}: binlog_row_metadata=FULL needs {flavour} "
+            f"{'.'.join(map(str, needed))} or newer",
+            f"upgrade the server to {flavour} {'.'.join(map(str, needed))}+",
+        )
+    else:
+        yield Finding("server version", OK, f"{flavour} {text}")
+
+
+def check_settings(conn) -> Iterator[Finding]:
+    found = variables(conn, [name for name, _, _ in REQUIRED_SETTINGS])
+    for name, wanted, message in REQUIRED_SETTINGS:
+        value = found.get(name, "missing")
+        good = value.upper() in (wanted, "1" if wanted == "ON" else wanted)
+        yield Finding(
+            name,
+            OK if good else FAIL,
+            f"{name}={value}",
+            "" if good else message.format(value=value),
+        )
+
+
+def check_contents(conn, tables: list[TableSchema]) -> Iterator[Finding]:
+    try:
+        notes = check_binlog_contents(conn, tables)
+    except PreflightError as err:
+        yield Finding("binlog compression / partial JSON", FAIL, str(err).split(":")[0], str(err))
+        return
+    yield Finding(
+        "binlog compression / partial JSON",
+        OK,
+        "; ".join(notes) or "no compression, full JSON documents",
+    )
+
+
+def check_gtids(conn) -> Iterator[Finding]:
+    found = variables(conn, ["gtid_mode", "gtid_binlog_pos", "gtid_strict_mode"])
+    if "gtid_binlog_pos" in found:  # MariaDB: GTIDs are always written
+        yield Finding(
+            "GTIDs",
+            OK,
+            f"MariaDB GTIDs, gtid_binlog_pos={found['gtid_binlog_pos'] or '(empty)'}",
+        )
+    elif found.get("gtid_mode", "OFF").upper() == "ON":
+        yield Finding("GTIDs", OK, "gtid_mode=ON")
+    else:
+        yield Finding(
+            "GTIDs",
+            WARN,
+            f"gtid_mode={found.get('gtid_mode', 'missing')}: positions are file:offset only, "
+            "so a fail-over to another server cannot be followed",
+            "set gtid_mode=ON and enforce_gtid_consistency=ON",
+        )
+
+
+def _number(value: str | None) -> float:
+    """A numeric variable as :func:`variables` reports it (it shows 0 and 1 as OFF/ON)."""
+    text = (value or "0").upper()
+    if text in ("OFF", "ON"):
+        return float(text == "ON")
+    return float(text)
+
+
+def _rds_retention_hours(conn) -> str | None:
+    """``binlog retention hours`` on RDS/Aurora; None where the procedure is missing."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CALL mysql.rds_show_configuration")
+            for row in cur.fetchall():
+                if str(row[0]).lower() == "binlog retention hours":
+                    return "NULL" if row[1] is None else str(row[1])
+    except pymysql.err.MySQLError:
+        return None
+    return None
+
+
+def check_retention(conn) -> Iterator[Finding]:
+    found = variables(conn, ["binlog_expire_logs_seconds", "expire_logs_days"])
+    hours = _rds_retention_hours(conn)
+    if hours is not None:
+        if hours == "NULL":
+            yield Finding(
+                "binlog retention",
+                FAIL,
+                "RDS binlog retention hours is NULL: binlogs are purged almost at once",
+                "CALL mysql.rds_set_configuration('binlog retention hours', 168)",
+            )
+            return
+        seconds = int(hours) * 3600
+    else:
+        seconds = int(_number(found.get("binlog_expire_logs_seconds")))
+        if not seconds:
+            seconds = int(_number(found.get("expire_logs_days")) * DAY_SECONDS)
+    if not seconds:
+        yield Finding("binlog retention", OK, "binlogs are never purged automatically")
+    elif seconds < DAY_SECONDS:
+        yield Finding(
+            "binlog retention",
+            WARN,
+            f"binlogs are kept {seconds} s: a query stopped longer than that cannot resume",
+            "SET GLOBAL binlog_expire_logs_seconds = 604800 (and in the server configuration)",
+        )
+    else:
+        yield Finding("binlog retention", OK, f"binlogs are kept {seconds / DAY_SECONDS:g} days")
+
+
+def _dump_probe(connect: Callable[[], object], server_id: int, file: str, pos: int) -> None:
+    conn = connect()
+    try:
+        probe_dump(conn, server_id, file, pos)
+    finally:
+        conn.close()
+
+
+def check_privileges(
+    conn, connect: Callable[[], object], options: SourceOptions, tables: list[TableSchema]
+) -> Iterator[Finding]:
+    user = options.username
+    try:
+        file, pos, _, _ = read_head(conn)
+    except SourceConnectionError as err:  # no binlog at all: nothing to probe
+        yield Finding("privilege: binlog status", FAIL, str(err), "turn the binlog on (log_bin)")
+        return
+    except pymysql.err.MySQLError as err:
+        yield Finding(
+            "privilege: binlog status",
+            FAIL,
+            f"SHOW MASTER STATUS refused: {err.args[-1]}",
+            f"GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%' (BINLOG MONITOR on MariaDB)",
+        )
+        return
+    yield Finding("privilege: binlog status", OK, f"the head is {file}:{pos}")
+    try:
+        _dump_probe(connect, options.server_ids.last, file, pos)
+    except (BinlogServerError, pymysql.err.MySQLError) as err:
+        yield Finding(
+            "privilege: binlog dump",
+            FAIL,
+            f"the binlog dump was refused: {err}",
+            f"GRANT REPLICATION SLAVE ON *.* TO '{user}'@'%'",
+        )
+    else:
+        yield Finding("privilege: binlog dump", OK, "a binlog dump handshake succeeded")
+    refused = []
+    with conn.cursor() as cur:
+        for table in tables:
+            try:
+                cur.execute(f"SELECT 1 FROM {table.quoted} LIMIT 0")
+                cur.fetchall()
+            except pymysql.err.MySQLError as err:
+                refused.append(f"{table.name} ({err.args[-1]})")
+    if refused:
+        yield Finding(
+            "privilege: SELECT",
+            FAIL,
+            f"cannot read {', '.join(refused)}",
+            f"GRANT SELECT ON <db>.<table> TO '{user}'@'%' for each",
+        )
+    elif tables:
+        yield Finding("privilege: SELECT", OK, f"can read all {len(tables)} table(s)")
+
+
+def check_tables(conn, options: SourceOptions) -> tuple[list[TableSchema], list[Finding]]:
+    tables = discover_tables(conn, options.matches)
+    if not tables:
+        return [], [
+            Finding(
+                "tables",
+                FAIL,
+                f"no table matches database-name '{options.database_pattern}' and table-name "
+                f"'{options.table_pattern}'",
+                "table-name is matched against 'db.table', e.g. 'shop\\.orders'; the account "
+                "also needs SELECT on the tables to see them",
+            )
+        ]
+    problems = table_problems(tables)
+    names = ", ".join(t.name for t in tables)
+    if problems:
+        return tables, [Finding("tables", FAIL, p, "") for p in problems]
+    return tables, [Finding("tables", OK, f"{len(tables)} table(s) with primary keys: {names}")]
+
+
+def _replica_ids(conn) -> list[int] | None:
+    for statement in ("SHOW REPLICAS", "SHOW SLAVE HOSTS"):
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+                return [int(row[0]) for row in cur.fetchall()]
+        except pymysql.err.MySQLError:
+            continue
+    return None
+
+
+def check_server_ids(conn, options: SourceOptions) -> Iterator[Finding]:
+    ids = options.server_ids
+    own = int(_number(variables(conn, ["server_id"]).get("server_id")))
+    taken = _replica_ids(conn)
+    clashes = [i for i in [own, *(taken or [])] if ids.first <= i <= ids.last]
+    if clashes:
+        yield Finding(
+            "server-id range",
+            FAIL,
+            f"{ids} includes server id(s) in use: {', '.join(map(str, clashes))} (the server's "
+            f"own is {own})",
+            "choose a 'server-id' range that no server or replica of this topology uses",
+        )
+    elif taken is None:
+        yield Finding(
+            "server-id range",
+            WARN,
+            f"{ids} is clear of the server's own id {own}; the replicas could not be listed",
+            "GRANT REPLICATION MASTER ADMIN (MariaDB) / REPLICATION SLAVE to list them",
+        )
+    else:
+        yield Finding(
+            "server-id range",
+            OK,
+            f"{ids} is clear of the server ({own}) and {len(taken)} replica(s)",
+        )
+
+
+def estimate_snapshot(conn, options: SourceOptions, tables: list[TableSchema]) -> Finding:
+    from coordinator.planner import chunk_rows
+
+    with conn.cursor() as cur:
+        sizes = {}
+        for table in tables:
+            cur.execute(
+                "SELECT DATA_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                "AND TABLE_NAME = %s",
+                (table.database, table.table),
+            )
+            row = cur.fetchone()
+            sizes[table.name] = int(row[0] or 0) if row else 0
+    rows = sum(t.estimated_rows for t in tables)
+    chunks = sum(max(1, -(-t.estimated_rows // chunk_rows(t, options.chunk_size))) for t in tables)
+    size = sum(sizes.values())
+    return Finding(
+        "snapshot estimate",
+        OK,
+        f"about {rows:,} rows, {size / 2**20:,.0f} MiB of data, {chunks:,} chunks",
+    )
+
+
+def run_checks(conn, connect: Callable[[], object], options: SourceOptions) -> list[Finding]:
+    """Every requirement, in the order a reader fixes them."""
+    findings = [*check_version(conn), *check_settings(conn)]
+    tables, table_findings = check_tables(conn, options)
+    findings += check_contents(conn, tables)
+    findings += check_gtids(conn)
+    findings += check_retention(conn)
+    findings += check_privileges(conn, connect, options, tables)
+    findings += table_findings
+    findings += check_server_ids(conn, options)
+    if tables and not any(f.status == FAIL for f in table_findings):
+        findings.append(estimate_snapshot(conn, options, tables))
+    return findings
