@@ -39,6 +39,9 @@ from cdc_source.partitions import BinlogTask, ChunkTask
 from cdc_source.retry import retrying
 
 log = logging.getLogger("cdc_mysql")
+# The source's log level (INFO by default). The source logs from Spark's Python processes,
+# which inherit the environment of the program that started Spark.
+LOG_LEVEL_ENV = "CDC_MYSQL_LOG_LEVEL"
 
 
 def _configure_logging(driver: bool) -> None:
@@ -59,7 +62,7 @@ def _configure_logging(driver: bool) -> None:
     for handler in handlers:
         handler.setFormatter(formatter)
         log.addHandler(handler)
-    log.setLevel(logging.INFO)
+    log.setLevel(os.environ.get(LOG_LEVEL_ENV, "INFO").upper())
     log.propagate = False
 
 
@@ -75,7 +78,7 @@ def discover(options: SourceOptions) -> list[TableSchema]:
     def attempt() -> list[TableSchema]:
         conn = connect(options.connection_kwargs())
         try:
-            return run_preflight(conn, options)
+            return run_preflight(conn, lambda: connect(options.connection_kwargs()), options)
         finally:
             conn.close()
 

@@ -55,30 +55,18 @@ def check_server_settings(conn) -> None:
         raise PreflightError("the server is not configured for CDC: " + "; ".join(problems))
 
 
-def _grants(conn) -> str:
-    with conn.cursor() as cur:
-        cur.execute("SHOW GRANTS FOR CURRENT_USER()")
-        return " ".join(str(row[0]).upper() for row in cur.fetchall())
+def check_binlog_access(conn, connect, options: SourceOptions) -> None:
+    """The account may read the binlog, proven by doing it: a head read and a dump
+    handshake at the head (:func:`cdc_source.requirements.check_privileges`), so that
+    privileges granted through roles count, which ``SHOW GRANTS`` would not show."""
+    from cdc_source.requirements import FAIL, check_privileges
 
-
-def check_privileges(conn, user: str) -> None:
-    grants = _grants(conn)
-    global_grants = " ".join(
-        g for g in grants.split("GRANT ") if " ON *.* " in f" {g} " or g.endswith("ON *.*")
-    )
-    has_all = "ALL PRIVILEGES" in global_grants
-    missing = []
-    if not has_all and "REPLICATION SLAVE" not in global_grants:
-        missing.append("REPLICATION SLAVE")
-    if not has_all and not (
-        "REPLICATION CLIENT" in global_grants or "BINLOG MONITOR" in global_grants
-    ):
-        missing.append("REPLICATION CLIENT (BINLOG MONITOR on MariaDB)")
-    if missing:
-        raise PreflightError(
-            f"the account '{user}' lacks {', '.join(missing)}, needed to read the binlog; run: "
-            f"GRANT {', '.join(m.split(' (')[0] for m in missing)} ON *.* TO '{user}'@'%'"
-        )
+    for finding in check_privileges(conn, connect, options, []):
+        if finding.status == FAIL:
+            raise PreflightError(
+                f"the account '{options.username}' cannot read the binlog "
+                f"({finding.requirement}: {finding.detail}); run: {finding.fix}"
+            )
 
 
 def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
@@ -224,9 +212,10 @@ def check_binlog_contents(conn, tables: list[TableSchema]) -> list[str]:
     return notes
 
 
-def run_preflight(conn, options: SourceOptions) -> list[TableSchema]:
+def run_preflight(conn, connect, options: SourceOptions) -> list[TableSchema]:
+    """``connect``: opens another connection (the dump handshake needs its own)."""
     check_server_settings(conn)
-    check_privileges(conn, options.username)
+    check_binlog_access(conn, connect, options)
     tables = check_tables(conn, options)
     for note in check_binlog_contents(conn, tables):
         log.info("preflight: %s", note)

@@ -411,6 +411,7 @@ def main(
     os.environ["TZ"] = "UTC"
     time.tzset()
 
+    from cdc_source.datasource import LOG_LEVEL_ENV
     from cdc_source.embedded_server import EmbeddedServer
 
     base = Path(args.out or tempfile.mkdtemp(prefix="cdc-mysql-quickstart-")).resolve()
@@ -432,6 +433,9 @@ def main(
             create_orders(admin, args.rows)
             print(f"{elapsed()} created {DATABASE}.{TABLE} with {args.rows} rows")
             print(f"{elapsed()} starting Spark (local[2]) ...", flush=True)
+            # One line per batch: this program prints its own, so the source's INFO
+            # planning lines (logged by Spark's Python processes) are left out.
+            os.environ.setdefault(LOG_LEVEL_ENV, "WARNING")
             spark = _spark()
             query = start_capture(
                 spark,

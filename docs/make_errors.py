@@ -1,0 +1,217 @@
+"""Writes docs/errors.md: every error the package raises, read from its code, grouped by
+exception class with what causes it and what to do. ``python docs/make_errors.py``;
+tests/unit/test_docs_errors.py fails when the file is out of date, so a new ``raise``
+needs a line here (its class's cause and fix) and a regeneration."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cdc_source", "coordinator", "reader")
+OUTPUT = ROOT / "docs" / "errors.md"
+
+# class -> (when it happens, what to do). Every class raised with a message must be here.
+CLASSES: dict[str, tuple[str, str]] = {
+    "OptionError": (
+        "an option is missing, unknown or malformed (checked before any connection)",
+        "correct the option named in the message",
+    ),
+    "SourceConnectionError": (
+        "the server cannot be reached, refuses the account, or has no binlog",
+        "check hostname, port, username and password, and that the server runs with log_bin",
+    ),
+    "SnapshotClientError": (
+        "a snapshot task's client cannot connect, or the requested client is not installed",
+        "as the message says: install mysqlclient on the executors or use "
+        "scan.snapshot.client=auto",
+    ),
+    "RetriesExhaustedError": (
+        "a transient fault (restart, fail-over, cut connection) outlasted connect.max-retries",
+        "bring the server back; raise connect.max-retries for longer outages; the query "
+        "resumes exactly from its checkpoint when restarted",
+    ),
+    "ServerChangedError": (
+        "a connection reached a server other than the one the query's positions belong to "
+        "(a fail-over, a DNS change)",
+        "positions do not carry over between servers: start a new query with a new checkpoint",
+    ),
+    "PreflightError": (
+        "the server, the account or the tables are not ready for CDC (checked when a query "
+        "starts and by `cdc-mysql check`)",
+        "apply the fix in the message; `cdc-mysql check` lists every requirement at once",
+    ),
+    "SourceStateError": (
+        "the checkpoint and the current options or tables disagree",
+        "restore the options and tables the checkpoint was started with, or use a new checkpoint",
+    ),
+    "PlanningError": (
+        "the checkpoint's snapshot frontier names a table no longer captured (or, for the "
+        "hand-over message, a bug)",
+        "restore the table or start a new query with a new checkpoint",
+    ),
+    "OffsetError": (
+        "a checkpoint offset is not one this version can read",
+        "use the package version that wrote the checkpoint, or a new checkpoint",
+    ),
+    "KeyTypeError": (
+        "a primary key column's type or value cannot be put in order for chunking",
+        "capture the table with a supported key type (integers, DECIMAL, strings, binary, "
+        "temporal types) or exclude it",
+    ),
+    "UnsupportedTypeError": (
+        "a column type has no Spark type",
+        "exclude the table with table-name, or change the column's type",
+    ),
+    "SchemaChangedError": (
+        "a captured table lost a column while the query ran",
+        "restart the query with a new checkpoint to snapshot the new shape",
+    ),
+    "BinlogSchemaMismatchError": (
+        "a binlog row does not fit the query's schema (a column retyped by ALTER TABLE, an "
+        "unsupported character set)",
+        "restart the query (a new checkpoint for a retyped column)",
+    ),
+    "BinlogRangeError": (
+        "the server's binlog is shorter than a position it reported: events were lost "
+        "(a crash with sync_binlog other than 1) or this is another server",
+        "set sync_binlog=1; start a new query with a new checkpoint",
+    ),
+    "UnloggedRowChangeError": (
+        "a TRUNCATE or another statement changed a captured table without row events",
+        "start a new query with a new checkpoint to snapshot the table again",
+    ),
+    "PartialRowImageError": (
+        "a session wrote a captured table with binlog_row_image other than FULL, or with "
+        "PARTIAL_JSON",
+        "set binlog_row_image=FULL and binlog_row_value_options='' for every session that "
+        "writes captured tables; a new checkpoint",
+    ),
+    "PartialJsonError": (
+        "an after-image holds a partial JSON update (binlog_row_value_options=PARTIAL_JSON)",
+        "set binlog_row_value_options='' on the server; a new checkpoint",
+    ),
+    "UndecodableEventError": (
+        "an event the source does not understand, or an INCIDENT event, in the captured "
+        "range: nothing is skipped silently",
+        "the message names the event and position; report it with that position",
+    ),
+    "XaTransactionError": (
+        "an XA transaction's PREPARE is outside what the offsets cover",
+        "start a new query with a new checkpoint; report it with the positions",
+    ),
+    "MalformedEventError": (
+        "binlog bytes that break the format (a damaged file, a CRC32 mismatch, a server bug)",
+        "the message names the event and position; check the server's binlog with "
+        "mariadb-binlog / mysqlbinlog at that position",
+    ),
+    "UnsupportedEventError": (
+        "a compressed event the source cannot inflate",
+        "install zstandard where the message says so; otherwise report it",
+    ),
+    "UnsupportedColumnError": (
+        "a binlog column type or metadata no known server writes",
+        "report it with the table's definition",
+    ),
+    "RowDecodeError": (
+        "row image bytes that do not decode (damaged data or a decoder bug)",
+        "report it with the position the enclosing error names",
+    ),
+    "JsonBinaryError": (
+        "MySQL binary JSON bytes that do not decode",
+        "report it with the position the enclosing error names",
+    ),
+    "CheckpointError": (
+        "`cdc-mysql inspect` was given something that is not a readable checkpoint",
+        "pass the query's checkpointLocation, on the local file system",
+    ),
+    "EmbeddedServerError": (
+        "the quickstart's or the tests' throwaway MariaDB cannot start",
+        "install mariadb-server, or point the tests at a server with CDC_MYSQL_TEST_URL",
+    ),
+    "RuntimeError": (
+        "a required piece is missing (the native decoder asked for but not built) or, in "
+        "the quickstart, the query or its writer failed",
+        "as the message says",
+    ),
+    "TimeoutError": ("the quickstart's stream did not catch up in time", "raise --timeout"),
+}
+# Raised only for broken internal invariants or programming errors; not user-facing.
+INTERNAL = {
+    "KeyError",
+    "TypeError",
+    "ValueError",
+    "error",
+    "ArrowInvalid",
+}
+
+
+@dataclass(frozen=True)
+class Raise:
+    cls: str
+    message: str
+    where: str
+
+
+def _template(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            value.value if isinstance(value, ast.Constant) else "…" for value in node.values
+        )
+    return None
+
+
+def raises() -> list[Raise]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                    continue
+                func = node.exc.func
+                cls = getattr(func, "id", getattr(func, "attr", None))
+                message = _template(node.exc.args[0]) if node.exc.args else None
+                if cls and message is not None:
+                    where = f"{path.relative_to(ROOT).as_posix()}"
+                    found.append(Raise(cls, " ".join(message.split()), where))
+    return sorted(set(found), key=lambda r: (r.cls, r.message))
+
+
+def render() -> str:
+    by_class: dict[str, list[Raise]] = {}
+    for item in raises():
+        if item.cls in INTERNAL:
+            continue
+        by_class.setdefault(item.cls, []).append(item)
+    unknown = sorted(set(by_class) - set(CLASSES))
+    if unknown:
+        raise SystemExit(f"docs/make_errors.py: add a cause and fix for {', '.join(unknown)}")
+    lines = [
+        "# Errors",
+        "",
+        "Every error the source and its commands raise, generated from the code by",
+        "`python docs/make_errors.py` (a test keeps this file in sync). `…` stands for a",
+        "value filled in at run time: a table, a position, the server's own message.",
+        "Errors of broken internal invariants are not listed; report them.",
+        "",
+    ]
+    for cls in sorted(by_class):
+        cause, fix = CLASSES[cls]
+        lines += [f"## {cls}", "", f"**When:** {cause}.", "", f"**What to do:** {fix}.", ""]
+        lines += ["| message | raised in |", "|---|---|"]
+        for item in by_class[cls]:
+            message = item.message.replace("|", "\\|")
+            lines.append(f"| {message} | `{item.where}` |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    OUTPUT.write_text(render())
+    print(f"wrote {OUTPUT.relative_to(ROOT)}", file=sys.stderr)
