@@ -293,7 +293,7 @@ def estimate_snapshot(conn, options: SourceOptions, tables: list[TableSchema]) -
     return Finding(
         "snapshot estimate",
         OK,
-        f"about {rows:,} rows, {size / 2**20:,.0f} MiB of data, {chunks:,} chunks",
+        f"about {rows:,} rows, {size / 2**20:,.1f} MiB of data, {chunks:,} chunks",
     )
 
 
