@@ -127,17 +127,27 @@ def _sample(column):
     return 0
 
 
-def _check_select(conn, tables: list[TableSchema], user: str) -> None:
+def unreadable_tables(conn, tables: list[TableSchema]) -> list[tuple[TableSchema, str]]:
+    """The tables the account cannot SELECT from, each with the server's refusal."""
+    refused = []
     with conn.cursor() as cur:
         for table in tables:
             try:
                 cur.execute(f"SELECT 1 FROM {table.quoted} LIMIT 0")
                 cur.fetchall()
             except pymysql.err.MySQLError as err:
-                raise PreflightError(
-                    f"the account '{user}' cannot read {table.name} ({err.args[-1]}); run: "
-                    f"GRANT SELECT ON {table.quoted} TO '{user}'@'%'"
-                ) from None
+                refused.append((table, str(err.args[-1])))
+    return refused
+
+
+def _check_select(conn, tables: list[TableSchema], user: str) -> None:
+    refused = unreadable_tables(conn, tables)
+    if refused:
+        table, reason = refused[0]
+        raise PreflightError(
+            f"the account '{user}' cannot read {table.name} ({reason}); run: "
+            f"GRANT SELECT ON {table.quoted} TO '{user}'@'%'"
+        )
 
 
 def check_binlog_available(conn, position: BinlogPosition) -> None:

@@ -21,6 +21,7 @@ from cdc_source.preflight import (
     PreflightError,
     check_binlog_contents,
     table_problems,
+    unreadable_tables,
 )
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -196,14 +197,7 @@ def check_privileges(
         )
     else:
         yield Finding("privilege: binlog dump", OK, "a binlog dump handshake succeeded")
-    refused = []
-    with conn.cursor() as cur:
-        for table in tables:
-            try:
-                cur.execute(f"SELECT 1 FROM {table.quoted} LIMIT 0")
-                cur.fetchall()
-            except pymysql.err.MySQLError as err:
-                refused.append(f"{table.name} ({err.args[-1]})")
+    refused = [f"{table.name} ({reason})" for table, reason in unreadable_tables(conn, tables)]
     if refused:
         yield Finding(
             "privilege: SELECT",
