@@ -13,10 +13,8 @@ import threading
 from decimal import Decimal
 from pathlib import Path
 
+import deltalake  # in the dev extra: a missing package is an error, not a skip
 import pymysql
-import pytest
-
-deltalake = pytest.importorskip("deltalake")
 
 ONE_DECODER = True  # the example runs with the source's default decoder
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
