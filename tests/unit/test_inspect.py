@@ -9,6 +9,7 @@ import pytest
 
 from cdc_source import inspect
 from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.inspect import render
 from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset
 
 QUERY_ID = "c0d0a2ec-b9c5-4c43-bb76-a2f06e31d90c"
@@ -437,7 +438,7 @@ def test_table_progress_counts_rows_below_the_frontier(capsys) -> None:
         tables=tuple(rows),
         tables_listed=True,
     )
-    text = "\n".join(inspect._server_lines(server))
+    text = "\n".join(render._server_lines(server))
     assert "s.o     in progress                  498            ~800       62%" in text
     assert "s.c     done                         all            ~250      100%" in text
     assert "binlog lag      596 bytes behind the head" in text
