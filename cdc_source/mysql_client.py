@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pymysql
 
+from cdc_source import tls
 from cdc_source.retry import is_transient
 
 
@@ -27,9 +29,10 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
     """Open a session in UTC with utf8mb4, so TIMESTAMP values arrive as exact UTC instants.
 
     Errors are re-raised without the password (PyMySQL never puts it in a message, but
-    we build ours from host, port and user only).
+    we build ours from host, port and user only). TLS follows the arguments' ``ssl_mode``
+    (:mod:`cdc_source.tls`); a mode that requires TLS is checked on the open connection.
     """
-    kwargs = dict(connection_kwargs)
+    kwargs, tls_settings = tls.split(connection_kwargs)
     kwargs.setdefault("charset", "utf8mb4")
     kwargs.setdefault("autocommit", True)
     kwargs.setdefault("init_command", "SET time_zone = '+00:00'")
@@ -42,15 +45,25 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
     read_timeout = kwargs.get("read_timeout")
     if kwargs.get("connect_timeout") and read_timeout:
         kwargs["read_timeout"] = min(read_timeout, kwargs["connect_timeout"])
+    host, port, user = kwargs.get("host"), kwargs.get("port"), kwargs.get("user")
     try:
+        kwargs.update(tls.pymysql_arguments(tls_settings))
         conn = pymysql.connect(**kwargs)
+    except tls.TlsSetupError as err:
+        raise SourceConnectionError(str(err)) from None
+    except RuntimeError as err:  # PyMySQL: an auth plugin's missing package
+        explained = tls.explain(None, str(err), tls_settings, host, port, user)
+        if explained is None:
+            raise
+        raise SourceConnectionError(explained) from None
     except pymysql.err.OperationalError as err:
         code = err.args[0] if err.args else None
-        where = f"{kwargs.get('user')}@{kwargs.get('host')}:{kwargs.get('port')}"
-        if code == 1045:
+        where = f"{user}@{host}:{port}"
+        message = str(err.args[1] if len(err.args) > 1 else err)
+        explained = tls.explain(code, message, tls_settings, host, port, user)
+        if explained is not None:
             raise SourceConnectionError(
-                f"the server refused the account {where}: check 'username' and 'password'",
-                code,
+                explained, code if isinstance(code, int) else None
             ) from None
         raise SourceConnectionError(
             f"cannot connect to {where}: {err.args[1] if len(err.args) > 1 else err}; check "
@@ -58,6 +71,9 @@ def connect(connection_kwargs: dict, *, streaming: bool = False, **extra) -> pym
             code if isinstance(code, int) else None,
             is_transient(err),
         ) from None
+    if tls_settings["ssl_mode"] in tls.REQUIRING and not tls.pymysql_encrypted(conn):
+        conn.close()
+        raise SourceConnectionError(tls.not_encrypted_message(tls_settings["ssl_mode"], host, port))
     if read_timeout and read_timeout != kwargs.get("read_timeout"):
         conn._read_timeout = read_timeout
         conn._sock.settimeout(read_timeout)
@@ -71,20 +87,69 @@ def server_flavor(conn) -> str:
     return "mariadb" if "mariadb" in version.lower() else "mysql"
 
 
+BINARY_LOG_STATUS, MASTER_STATUS = "SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"
+_SYNTAX_ERROR, _ACCESS_ERRORS = 1064, (1227, 1045, 1142, 1044)
+
+
+def head_statement(version: str) -> str:
+    """The statement that reads the binlog head on a server of this ``VERSION()``: MySQL
+    8.2 added ``SHOW BINARY LOG STATUS`` and 8.4 removed ``SHOW MASTER STATUS`` (MySQL 8.4
+    manual, "Changes in MySQL 8.4"); MariaDB has only the latter (10.5.2 added ``SHOW
+    BINLOG STATUS`` as a synonym, not the MySQL name)."""
+    if "mariadb" in version.lower():
+        return MASTER_STATUS
+    numbers = [int(n) for n in re.findall(r"\d+", version.split("-", 1)[0])[:2]]
+    major, minor = (numbers + [0, 0])[:2]
+    return BINARY_LOG_STATUS if (major, minor) >= (8, 2) else MASTER_STATUS
+
+
+class HeadPrivilegeError(SourceConnectionError):
+    """The account may not read the binlog head."""
+
+
+def _server_version(conn) -> str:
+    info = getattr(conn, "get_server_info", None)  # PyMySQL and mysqlclient connections
+    if info is not None:
+        return _text(info())
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return _text(cur.fetchone()[0])
+
+
 def read_head(conn) -> tuple[str, int, str, int]:
-    """The binlog head: (file, position, executed GTID set or '', wall-clock ms)."""
+    """The binlog head: (file, position, executed GTID set or '', wall-clock ms).
+
+    The statement is chosen once per connection from the server version; only a syntax
+    error falls back to the other one (a server whose version string misleads), and an
+    access error names the privilege to grant. The GTID set is what the server reports
+    with the position, which can lag it: exact GTID states come from
+    :mod:`coordinator.gtid_tracker`."""
+    statement = getattr(conn, "_cdc_head_statement", None)
+    if statement is None:
+        statement = head_statement(_server_version(conn))
     with conn.cursor() as cur:
         try:
-            cur.execute("SHOW BINARY LOG STATUS")  # MySQL >= 8.2
-        except Exception:  # older servers: a syntax error, from whichever client
-            cur.execute("SHOW MASTER STATUS")
+            cur.execute(statement)
+        except Exception as err:  # noqa: BLE001 - classified by its code
+            code = err.args[0] if err.args else None
+            if code in _ACCESS_ERRORS:
+                raise HeadPrivilegeError(
+                    f"the account may not run {statement}: grant it REPLICATION CLIENT "
+                    "(MySQL; BINLOG MONITOR on MariaDB 10.5+)",
+                    code,
+                ) from None
+            if code != _SYNTAX_ERROR:
+                raise
+            statement = MASTER_STATUS if statement == BINARY_LOG_STATUS else BINARY_LOG_STATUS
+            cur.execute(statement)
         row = cur.fetchone()
+    conn._cdc_head_statement = statement
     if not row:
         raise SourceConnectionError(
-            "the server has no binlog (SHOW MASTER STATUS is empty): enable log_bin"
+            f"the server has no binlog ({statement} is empty): enable log_bin"
         )
-    file, pos = str(row[0]), int(row[1])
-    gtids = str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
+    file, pos = _text(row[0]), int(row[1])
+    gtids = _text(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
     return file, pos, gtids, int(time.time() * 1000)
 
 

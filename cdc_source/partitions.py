@@ -33,6 +33,9 @@ class ChunkTask:
     client: str = "auto"  # scan.snapshot.client
     decoder: str = "auto"  # scan.binlog.decoder
     server: str = ""  # the server the target belongs to (mysql_client.server_identity)
+    visibility: str = "snapshot-status"  # cdc_source.visibility, resolved by the driver
+    server_flavor: str = "mariadb"  # mysql or mariadb
+    gtid_wait_timeout: int = 60
 
 
 @dataclass(frozen=True)

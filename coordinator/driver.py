@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from cdc_source.catalog import TableSchema
-from cdc_source.mysql_client import SameServer, connect, read_head
+from cdc_source.mysql_client import SameServer, connect, read_head, server_flavor, variables
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -21,6 +21,8 @@ from cdc_source.offsets import (
 from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from cdc_source.retry import Reconnecting
+from cdc_source.visibility import describe, resolve_visibility
+from coordinator.gtid_tracker import GtidTracker
 from coordinator.planner import BatchBudget, Planner
 from coordinator.splitter import ServerBoundarySource
 from coordinator.xa_watermark import XaWatermark
@@ -59,10 +61,44 @@ class QueryDriver:
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self._available: BinlogPosition | None = None  # the last batch start found on the server
+        self._open_session = open_session
+        self._server: ServerTraits | None = None
+        self._gtids: GtidTracker | None = None
+
+    def traits(self) -> ServerTraits:
+        """What the server is and offers, read once per query run: its flavor, whether it
+        has GTIDs (then offsets carry the exact GTID state) and the visibility proof of
+        snapshot tasks (:mod:`cdc_source.visibility`)."""
+        if self._server is None:
+            self._server = self.session.run(
+                lambda conn: read_traits(conn, self.options.snapshot_visibility)
+            )
+            log.info(
+                "server: %s, GTIDs %s; snapshot visibility: %s",
+                self._server.flavor,
+                "tracked in offsets" if self._server.gtids else "off",
+                describe(self._server.visibility),
+            )
+            if self._server.gtids:
+                self._gtids = GtidTracker(
+                    self._open_session,
+                    self.options.server_ids.last,
+                    self._server.flavor,
+                    self.options.retry_policy(),
+                )
+        return self._server
 
     def head(self) -> BinlogPosition:
-        file, pos, gtids, ts = self.session.run(read_head)
-        return BinlogPosition(file, pos, gtids, ts)
+        """The binlog head (its GTID state is filled in by :meth:`_with_gtids`)."""
+        file, pos, _, ts = self.session.run(read_head)
+        return BinlogPosition(file, pos, "", ts)
+
+    def _with_gtids(self, start: BinlogPosition | None, end: BinlogPosition) -> BinlogPosition:
+        """``end`` with its exact GTID state (:mod:`coordinator.gtid_tracker`)."""
+        self.traits()
+        if self._gtids is None:
+            return end
+        return replace(end, gtids=self._gtids.at(start, end))
 
     def freeze_target(self) -> None:
         self.target = self.head()
@@ -116,7 +152,7 @@ class QueryDriver:
         self._ensure_available(start.binlog)
         head = self.target or self.head()
         if start.snapshot is not None:
-            head = self._with_xa(start.binlog, head)
+            head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
             batch = self.planner.plan(start, head, self._budget(max_rows, max_bytes))
             self._log_plan(start, batch.end, len(batch.chunks), head)
             self._write_state()
@@ -126,7 +162,8 @@ class QueryDriver:
             return start
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
-        end = SourceOffset(self._with_xa(start.binlog, head), None, self.fingerprint)
+        head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
+        end = SourceOffset(head, None, self.fingerprint)
         self._log_plan(start, end, 0, head)
         return end
 
@@ -145,6 +182,7 @@ class QueryDriver:
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
         server = self.server_identity()
+        traits = self.traits()
         parts: list[BinlogTask | ChunkTask] = []
         # Server ids: binlog tasks first, then snapshot tasks; never more tasks than ids.
         binlog_tasks = min(self.options.binlog_parallelism, ids.size - 1)
@@ -184,6 +222,9 @@ class QueryDriver:
                     self.options.snapshot_client,
                     self.options.binlog_decoder,
                     server,
+                    traits.visibility,
+                    traits.flavor,
+                    self.options.gtid_wait_timeout,
                 )
                 parts.append(task)
         return parts
@@ -193,7 +234,7 @@ class QueryDriver:
         the binlog head now, read and normalized exactly as the stream's snapshot batches
         read them, all in one batch (split metadata lives only for this call)."""
         start = SourceOffset(None, self.planner.initial_cursor(), self.fingerprint)
-        head = self._with_xa(None, self.head())
+        head = self._with_gtids(None, self._with_xa(None, self.head()))
         batch = self.planner.plan(start, head, BatchBudget())
         self._log_plan(start, batch.end, len(batch.chunks), head)
         return self.tasks(start, batch.end)
@@ -247,6 +288,26 @@ class QueryDriver:
     def close(self) -> None:
         self.boundaries.close()
         self.session.close()
+
+
+@dataclass(frozen=True)
+class ServerTraits:
+    flavor: str  # mysql or mariadb
+    gtids: bool  # the binlog has GTIDs (MariaDB always; MySQL with gtid_mode=ON)
+    visibility: str  # cdc_source.visibility, resolved
+
+
+def read_traits(conn, requested_visibility: str) -> ServerTraits:
+    flavor = server_flavor(conn)
+    if flavor == "mariadb":
+        gtids = True
+    else:
+        gtids = variables(conn, ["gtid_mode"]).get("gtid_mode", "OFF").upper() == "ON"
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'binlog_snapshot_file'")
+        has_snapshot_status = bool(cur.fetchall())
+    visibility = resolve_visibility(requested_visibility, flavor, gtids, has_snapshot_status)
+    return ServerTraits(flavor, gtids, visibility)
 
 
 def _spread(chunks: tuple[ChunkSpec, ...], groups: int) -> list[tuple[ChunkSpec, ...]]:

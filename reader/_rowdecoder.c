@@ -697,7 +697,7 @@ static PyTypeObject RowSinkType = {
  *
  * split_events(buffer, start, checksum) walks the MySQL packets of a binlog dump in
  * buffer[start:] and returns (events, consumed, status):
- *   events    [(type, timestamp, flags, end_pos, body), ...] for each whole event packet,
+ *   events    [(type, timestamp, flags, end_pos, body, server_id), ...] for each whole event,
  *             up to and including a FORMAT_DESCRIPTION;
  *             body excludes the 19-byte header and, with checksum, the CRC32, which is
  *             verified. A FORMAT_DESCRIPTION event comes back whole (header and all) for
@@ -754,6 +754,7 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
         }
         uint32_t ts = (uint32_t)le(ev, 4);
         int type = ev[4];
+        uint32_t server_id = (uint32_t)le(ev + 5, 4);
         uint32_t size = (uint32_t)le(ev + 9, 4);
         uint32_t end_pos = (uint32_t)le(ev + 13, 4);
         int flags = (int)le(ev + 17, 2);
@@ -783,7 +784,7 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
             body = PyBytes_FromStringAndSize((const char *)ev + 19, (Py_ssize_t)(body_end - 19));
         }
         if (!body) goto done;
-        PyObject *item = Py_BuildValue("(iIiIN)", type, ts, flags, end_pos, body);
+        PyObject *item = Py_BuildValue("(iIiINI)", type, ts, flags, end_pos, body, server_id);
         if (!item || PyList_Append(events, item) < 0) { Py_XDECREF(item); goto done; }
         Py_DECREF(item);
         pos += 4 + plen;

@@ -1,15 +1,16 @@
 """Reading snapshot chunks, normalized exactly to the batch's planned position P.
 
-One task reads its chunks inside one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``.
-MariaDB reports the binlog position Q of that very snapshot (``binlog_snapshot_file`` /
-``binlog_snapshot_position``), so a transaction whose events end at or before Q is visible
-and none after it is, whatever the engine's commit order. The binlog between P and Q is
+One task reads its chunks inside one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``,
+opened so that it provably sees every transaction at or before P (:func:`open_snapshot`,
+:mod:`cdc_source.visibility`); Q is the snapshot's exact position where the server
+reports it (MariaDB, Percona), else the head read after it. The binlog between P and Q is
 then read (only the chunks' tables, only their key ranges) and applied by
 :mod:`reader.normalize`. Memory: the changed keys of that window plus one fetch of rows.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
+from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql
 from cdc_source.mysql_client import SameServer, quote_ident, read_head
@@ -24,6 +26,7 @@ from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
 from cdc_source.sequence import snapshot_seq_prefix
+from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
 from reader.binlog_range import RangeReader
@@ -47,20 +50,89 @@ class SchemaChangedError(RuntimeError):
     """A captured table no longer has the columns the query started with."""
 
 
-def snapshot_position(conn) -> BinlogPosition:
-    """Q: the binlog position matching the open consistent snapshot.
+class SnapshotVisibilityError(RuntimeError):
+    """The transactions at or before a batch's position did not all commit in time."""
 
-    MariaDB reports it exactly. MySQL does not; there the head read right after the
-    snapshot is used (see the README's limits)."""
+    transient = False  # the task fails; Spark runs it again (spark.task.maxFailures)
+
+
+def open_snapshot(conn, task: ChunkTask) -> BinlogPosition:
+    """Open the task's consistent snapshot; returns Q, a position with
+    P <= (the snapshot's point) <= Q (:mod:`cdc_source.visibility`)."""
+    if task.visibility == GTID_WAIT:
+        return _open_after_gtid_wait(conn, task)
+    conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    if task.visibility == SNAPSHOT_STATUS:
+        reported = _snapshot_status(conn)
+        if reported is None:
+            raise SnapshotVisibilityError(
+                "the server no longer reports binlog_snapshot_file; was the query moved to "
+                "another kind of server? Restart it"
+            )
+        return reported
+    return _head(conn)  # head-unsafe
+
+
+def _snapshot_status(conn) -> BinlogPosition | None:
+    """MariaDB's and Percona's exact binlog position of the open snapshot."""
     with conn.cursor() as cur:
         cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-    if status.get("binlog_snapshot_file"):
-        return BinlogPosition(
-            status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-        )
+        status = {_text(k).lower(): _text(v) for k, v in cur.fetchall()}
+    if not status.get("binlog_snapshot_file"):
+        return None
+    return BinlogPosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+
+
+def _head(conn) -> BinlogPosition:
     file, pos, gtids, _ = read_head(conn)
     return BinlogPosition(file, pos, gtids)
+
+
+def _open_after_gtid_wait(conn, task: ChunkTask) -> BinlogPosition:
+    """MySQL: ``WAIT_FOR_EXECUTED_GTID_SET`` with the exact GTID set at P, then the
+    snapshot, then Q = the head. On MariaDB, whose ``MASTER_GTID_WAIT`` follows
+    ``gtid_slave_pos`` (a primary's own commits never move it; MariaDB KB) and whose
+    ``gtid_binlog_pos`` moves at the binlog write, before the engine commit, the same wait
+    is made by opening snapshots until one's reported position is at or past P: this is
+    how the test suite runs MySQL's path on MariaDB (``scan.snapshot.visibility=gtid-wait``).
+    Either way, the position used afterwards is the head, as on MySQL."""
+    target = task.target
+    timeout = task.gtid_wait_timeout
+    if task.server_flavor == "mariadb":
+        deadline = time.monotonic() + timeout
+        pause = 0.005
+        while True:
+            conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            seen = _snapshot_status(conn)
+            if seen is not None and seen.coordinates >= target.coordinates:
+                return _head(conn)
+            conn.execute("ROLLBACK")
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    else:
+        gtids = expand(target.gtids)
+        if not gtids:
+            raise SnapshotVisibilityError(
+                f"the batch's position {target} carries no GTID set to wait for; the "
+                "driver tracks it when gtid_mode=ON"
+            )
+        with conn.cursor() as cur:
+            cur.execute("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (gtids, timeout))
+            (timed_out,) = cur.fetchone()
+        if not int(timed_out):
+            conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            return _head(conn)
+    raise SnapshotVisibilityError(
+        f"the transactions at or before {target} were not all committed after {timeout} s "
+        "(scan.snapshot.gtid-wait.timeout): a commit is held up on the server (semi-sync "
+        "waiting for a replica, binlog_group_commit_sync_delay, a long flush)"
+    )
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
@@ -136,8 +208,7 @@ class ChunkReader:
             # target position belongs to (a resumed snapshot may reach another one).
             SameServer("a snapshot task", self.task.server).check(conn)
             conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            q = snapshot_position(conn)
+            q = open_snapshot(conn, self.task)
             overrides = self._overrides(q, writer, chunks)
             for index, (chunk, chunk_overrides) in enumerate(zip(chunks, overrides), first):
                 for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):

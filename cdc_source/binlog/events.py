@@ -47,6 +47,7 @@ class Event:
     end_pos: int  # log_pos: where the next event starts
     body: bytes  # without header and checksum; decompressed
     start_pos: int = 0
+    server_id: int = 0  # of the server that wrote it (MariaDB GTIDs need it)
 
     @property
     def where(self) -> str:
@@ -84,13 +85,13 @@ def parse_format_description(body: bytes) -> Format:
     return Format(checksum=rest[-1], post_header=rest[:-1], mariadb=b"mariadb" in version.lower())
 
 
-_HEADER = struct.Struct("<IB4xIIH")
+_HEADER = struct.Struct("<IBIIIH")
 
 
 def split_header(data: bytes, fmt: Format, file: str, start_pos: int = 0) -> Event:
     if len(data) < HEADER_SIZE:
         raise MalformedEventError(f"an event of {len(data)} bytes in {file}")
-    timestamp, event_type, size, end_pos, flags = _HEADER.unpack_from(data)
+    timestamp, event_type, server_id, size, end_pos, flags = _HEADER.unpack_from(data)
     if size != len(data):
         raise MalformedEventError(
             f"event type {event_type} at {file}:{end_pos} says {size} bytes, has {len(data)}"
@@ -112,7 +113,8 @@ def split_header(data: bytes, fmt: Format, file: str, start_pos: int = 0) -> Eve
             raise MalformedEventError(
                 f"CRC32 mismatch in {c.event_name(event_type)} event ending at {file}:{end_pos}"
             )
-    return Event(event_type, timestamp, flags, file, end_pos, data[HEADER_SIZE:body_end], start_pos)
+    body = data[HEADER_SIZE:body_end]
+    return Event(event_type, timestamp, flags, file, end_pos, body, start_pos, server_id)
 
 
 def uncompress_mariadb(data: bytes) -> bytes:
@@ -186,13 +188,17 @@ def parse_xa_prepare(body: bytes) -> tuple[bool, Xid]:
 class MariaGtid:
     flags: int
     xid: Xid | None
+    seq_no: int = 0
+    domain_id: int = 0
 
 
 def parse_mariadb_gtid(body: bytes) -> MariaGtid:
     """Seq no (8), domain id (4), flags2 (1), [commit id (8)], [XA id: format id (4),
-    gtrid length (1), bqual length (1), data] (log_event.cc, Gtid_log_event)."""
+    gtrid length (1), bqual length (1), data] (log_event.cc, Gtid_log_event). The GTID's
+    server id is the event header's."""
     cur = Cursor(body)
-    cur.skip(12)
+    seq_no = cur.uint(8)
+    domain_id = cur.uint(4)
     flags = cur.uint(1)
     if flags & FL_GROUP_COMMIT_ID:
         cur.skip(8)
@@ -201,7 +207,75 @@ def parse_mariadb_gtid(body: bytes) -> MariaGtid:
         format_id = cur.uint(4)
         gtrid_len, bqual_len = cur.uint(1), cur.uint(1)
         xid = Xid(format_id, cur.take(gtrid_len), cur.take(bqual_len))
-    return MariaGtid(flags, xid)
+    return MariaGtid(flags, xid, seq_no, domain_id)
+
+
+def parse_mariadb_gtid_list(body: bytes) -> list[tuple[int, int, int]]:
+    """MariaDB GTID_LIST (163), the GTID position at the start of a binlog file: a count
+    (4; its top 4 bits are flags, log_event.h ``Gtid_list_log_event``), then per domain
+    domain id (4), server id (4), seq no (8)."""
+    cur = Cursor(body)
+    count = cur.uint(4) & 0x0FFFFFFF
+    if count * 16 > cur.remaining():
+        raise MalformedEventError(f"GTID_LIST of {count} GTIDs in {len(body)} bytes")
+    return [(cur.uint(4), cur.uint(4), cur.uint(8)) for _ in range(count)]
+
+
+def _uuid_text(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def parse_mysql_gtid(event: Event) -> tuple[str, str, int]:
+    """(server UUID, tag or '', transaction number) of a MySQL GTID event.
+
+    GTID (33): commit flags (1), the source's UUID (16 bytes, in the order it is
+    printed), the number (8), then logical-clock and timestamp fields this reader does
+    not need (libbinlogevents ``Gtid_event``). GTID_TAGGED (42, MySQL 8.3+) is
+    :func:`parse_tagged_gtid`."""
+    if event.type == c.GTID_TAGGED:
+        return parse_tagged_gtid(event.body, event.where)
+    cur = Cursor(event.body)
+    cur.skip(1)
+    uuid = _uuid_text(cur.take(16))
+    gno = cur.uint(8)
+    if not 1 <= gno < 1 << 63:
+        raise MalformedEventError(f"{event.where}: GTID number {gno} is out of range")
+    return uuid, "", gno
+
+
+def parse_previous_gtids(body: bytes):
+    """The GTID set of MySQL's PREVIOUS_GTIDS (35): every transaction in earlier files
+    (``Gtid_set::encode``): a 64-bit header, then per transaction source its UUID (16),
+    in the tagged format its tag, the number of intervals (8), and each interval's first
+    and one-past-last number (8 + 8).
+
+    The header of the untagged format is the number of sources; of the tagged format
+    (8.3+), a format byte 1 in its lowest and highest byte and the number of sources in
+    the 6 bytes between (``Gtid_set::decode``, ``Gtid_format::tagged``)."""
+    from cdc_source.gtid import GtidSet
+
+    cur = Cursor(body)
+    header = cur.uint(8)
+    tagged = (header & 0xFF) == 1 and (header >> 56) == 1
+    count = (header >> 8) & 0xFFFFFFFFFFFF if tagged else header
+    if count * 24 > cur.remaining():
+        raise MalformedEventError(f"PREVIOUS_GTIDS of {count} sources in {len(body)} bytes")
+    result = GtidSet()
+    for _ in range(count):
+        uuid = _uuid_text(cur.take(16))
+        tag = ""
+        if tagged:
+            tag = cur.take(_serialized_uint(cur)).decode("ascii", "replace").lower()
+        intervals = cur.uint(8)
+        if intervals * 16 > cur.remaining():
+            raise MalformedEventError(f"PREVIOUS_GTIDS of {intervals} intervals is cut short")
+        for _ in range(intervals):
+            start, end = cur.uint(8), cur.uint(8)
+            if not 1 <= start < end:
+                raise MalformedEventError(f"PREVIOUS_GTIDS interval [{start}, {end}) is empty")
+            result.add_interval(uuid, tag, start, end - 1)
+    return result
 
 
 def parse_rotate(body: bytes) -> tuple[str, int]:
@@ -260,6 +334,7 @@ def unwrap_payload(event: Event) -> Iterator[Event]:
             event.end_pos,
             inner_event.body,
             event.start_pos,
+            inner_event.server_id,
         )
     if uncompressed is not None and total != uncompressed:
         raise MalformedEventError(f"{event.where}: payload inflates to {total}, not {uncompressed}")
@@ -343,12 +418,19 @@ class EventReader:
             except ValueError as err:  # the native splitter's RowDecodeError
                 raise MalformedEventError(f"{err} in {self.file}") from None
             start += used
-            for event_type, timestamp, flags, end_pos, body in found:
+            for event_type, timestamp, flags, end_pos, body, server_id in found:
                 if event_type == c.FORMAT_DESCRIPTION:
                     event = split_header(body, self.format, self.file, self.next_start)
                 else:
                     event = Event(
-                        event_type, timestamp, flags, self.file, end_pos, body, self.next_start
+                        event_type,
+                        timestamp,
+                        flags,
+                        self.file,
+                        end_pos,
+                        body,
+                        self.next_start,
+                        server_id,
                     )
                 yield from self._follow(event)
             if status == 1:
@@ -396,3 +478,12 @@ class EventReader:
             yield from unwrap_payload(event)
             return
         yield event
+
+
+def parse_tagged_gtid(body: bytes, where: str) -> tuple[str, str, int]:
+    """MySQL 8.3+ GTID_TAGGED (42): refused by name and position until decoded."""
+    raise UnsupportedEventError(f"{where}: tagged GTIDs (MySQL 8.3+) are not decoded")
+
+
+def _serialized_uint(cur: Cursor) -> int:
+    raise UnsupportedEventError("PREVIOUS_GTIDS with tagged GTIDs (MySQL 8.3+) is not decoded")

@@ -37,12 +37,19 @@ def _setup(server, kind, database):
     return server.source_options(database, rf"{database}\.{kind.name}", **STREAM_OPTIONS)
 
 
-@pytest.mark.parametrize("kind", [AUTO_INCREMENT, COMPOSITE], ids=["auto_increment", "composite"])
+@pytest.mark.parametrize(
+    "kind, visibility",
+    [(AUTO_INCREMENT, "auto"), (COMPOSITE, "auto"), (AUTO_INCREMENT, "gtid-wait")],
+    ids=["auto_increment", "composite", "auto_increment-mysql_gtid_wait"],
+)
 def test_snapshot_then_binlog_is_exactly_once_under_concurrent_writes(
-    server, spark, tmp_path, kind
+    server, spark, tmp_path, kind, visibility
 ):
-    database = f"eo_{kind.name}"
+    """``gtid-wait`` runs MySQL's snapshot path (no binlog_snapshot_* position: wait for the
+    exact GTID set of P, then the head as Q) on MariaDB."""
+    database = f"eo_{kind.name}_{visibility.replace('-', '_')}"
     options = _setup(server, kind, database)
+    options["scan.snapshot.visibility"] = visibility
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
     writer = Writer(server, database, kind, ROWS)
     writer.start()

@@ -259,6 +259,46 @@ def xid_body(xid: int) -> bytes:
     return struct.pack("<Q", xid)
 
 
+# -- GTID events (MySQL libbinlogevents control_events.cpp, Gtid_event::write_data_header
+# and Previous_gtids; MariaDB log_event.cc, Gtid_log_event and Gtid_list_log_event) -----
+
+
+def mysql_gtid_body(uuid: str, gno: int, last_committed: int = 0, sequence: int = 1) -> bytes:
+    """GTID (33): flags, SID, GNO, logical clock (type 2, last committed, sequence)."""
+    sid = bytes.fromhex(uuid.replace("-", ""))
+    return (
+        b"\x01"
+        + sid
+        + struct.pack("<q", gno)
+        + b"\x02"
+        + struct.pack("<qq", last_committed, sequence)
+    )
+
+
+def previous_gtids_body(sources: dict[tuple[str, str], list[tuple[int, int]]]) -> bytes:
+    """PREVIOUS_GTIDS (35), untagged format: sources, each with half-open intervals."""
+    out = struct.pack("<Q", len(sources))
+    for (uuid, tag), intervals in sources.items():
+        assert not tag
+        out += bytes.fromhex(uuid.replace("-", "")) + struct.pack("<Q", len(intervals))
+        for first, last in intervals:
+            out += struct.pack("<QQ", first, last + 1)
+    return out
+
+
+def mariadb_gtid_body(seq_no: int, domain_id: int = 0, flags: int = 0) -> bytes:
+    """GTID (162): seq_no, domain, flags2, then six zero bytes (no commit id, no XA)."""
+    return struct.pack("<QIB", seq_no, domain_id, flags) + b"\x00" * 6
+
+
+def mariadb_gtid_list_body(gtids: list[tuple[int, int, int]]) -> bytes:
+    """GTID_LIST (163): count, then (domain, server id, seq_no) each."""
+    out = struct.pack("<I", len(gtids))
+    for domain, server, seq in gtids:
+        out += struct.pack("<IIQ", domain, server, seq)
+    return out
+
+
 def rotate(file: str, pos: int = 4, checksum: bool = True) -> bytes:
     body = struct.pack("<Q", pos) + file.encode()
     return event(4, body, 0, timestamp=0, checksum=checksum, flags=0x20)
@@ -366,12 +406,17 @@ class BinlogFile:
         self.pos = 4 + len(self.fde)
 
     def add(
-        self, event_type: int, body: bytes, timestamp: int = 1_700_000_000, flags: int = 0
+        self,
+        event_type: int,
+        body: bytes,
+        timestamp: int = 1_700_000_000,
+        flags: int = 0,
+        server_id: int = 1,
     ) -> int:
         """Appends an event; returns its end position."""
         size = 19 + len(body) + (4 if self.checksum else 0)
         end = self.pos + size
-        data = event(event_type, body, end, timestamp, self.checksum, flags=flags)
+        data = event(event_type, body, end, timestamp, self.checksum, server_id, flags)
         self.events.append((self.pos, data))
         self.pos = end
         return end

@@ -1,0 +1,149 @@
+"""The exact GTID state at a planned position (``BinlogPosition.gtids``).
+
+The state at E is the state at the batch start S plus the GTIDs of the transactions
+whose GTID event lies in (S, E]; a batch's end is the binlog head, a transaction
+boundary, so every GTID in the range is of a whole transaction. Without a state at S (the
+first batch, or an offset written before GTIDs were tracked) it is built from E's file
+alone: the GTID state every binlog file starts with (MySQL ``PREVIOUS_GTIDS``, the set of
+all earlier transactions; MariaDB ``GTID_LIST``, the last GTID of each domain) plus the
+GTID events of the file up to E.
+
+Only GTID events are looked at; row images are never decoded. So the state is a pure
+function of E and the binlog, and an offset built twice (a batch planned again after a
+driver restart) is the same string.
+
+Why not ``SHOW MASTER STATUS``'s ``Executed_Gtid_Set`` or ``@@gtid_executed``: they are
+read apart from the position and can lag it, and ``gtid_executed`` grows only once the
+engine has committed (MySQL ``sql/rpl_source.cc`` ``show_binlog_info`` takes
+``global_tsid_lock`` and ``LOCK_log`` one after the other); a snapshot that waits for them
+could miss a transaction at or before its position (issue 8's visibility race).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.events import (
+    Event,
+    parse_mariadb_gtid,
+    parse_mariadb_gtid_list,
+    parse_mysql_gtid,
+    parse_previous_gtids,
+)
+from cdc_source.binlog.transport import DumpSource
+from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
+from cdc_source.offsets import BinlogPosition
+from cdc_source.offsets import file_number as _file_number
+from cdc_source.retry import RetryPolicy
+
+log = logging.getLogger("cdc_mysql")
+
+OFFSET_GTID_TARGET = 800  # characters: with the rest of the offset, under 1 KiB
+
+
+class GtidTrackingError(RuntimeError):
+    """The binlog's GTID events cannot give the exact state at a planned position."""
+
+
+class GtidTracker:
+    """Reads the GTID events between two planned positions on the driver's connection
+    (server id: the range's last, as the XA watermark; the two never read at once)."""
+
+    def __init__(
+        self,
+        connect: Callable[[], object],
+        server_id: int,
+        flavor: str,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.flavor = flavor
+        self._source = DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
+        self.scans = 0
+        self._warned = False
+
+    def at(self, start: BinlogPosition | None, end: BinlogPosition) -> str:
+        """The GTID state at ``end`` as an offset stores it (:func:`cdc_source.gtid.compact`)."""
+        if start is not None and start.gtids and start.coordinates <= end.coordinates:
+            if start.coordinates == end.coordinates:
+                return start.gtids
+            state = parse_state(start.gtids, self.flavor)
+            origin = (start.file, start.pos)
+        else:
+            state = MariaGtidPos() if self.flavor == "mariadb" else GtidSet()
+            origin = (end.file, 4)
+        self._scan(state, origin, end)
+        stored = compact(state)
+        if len(stored) > OFFSET_GTID_TARGET and not self._warned:
+            self._warned = True
+            log.warning(
+                "the server's GTID set takes %d characters in each offset (target: under "
+                "1 KiB for the whole offset): it has %s; its size depends on the servers that "
+                "wrote and the gaps in their numbers, not on the tables or the time",
+                len(stored),
+                _shape(state),
+            )
+        return stored
+
+    def _scan(self, state: GtidState, origin: tuple[str, int], end: BinlogPosition) -> None:
+        self.scans += 1
+        reader, events, close = self._source.open(*origin)
+        try:
+            reached = apply_gtid_events(state, events, end.coordinates)
+        finally:
+            close()
+        if reached > end.coordinates:
+            raise GtidTrackingError(
+                f"the planned position {end} is not where an event ends (an event ends at "
+                f"{reached}); the binlog changed under the query"
+            )
+        if reached < end.coordinates:
+            raise GtidTrackingError(
+                f"the binlog ended at {reached} before the planned position {end} while "
+                "reading its GTIDs; the server lost binlog events it had reported"
+            )
+
+
+def apply_gtid_events(
+    state: GtidState, events: Iterable[Event], until: tuple[int, int]
+) -> tuple[int, int]:
+    """Add to ``state`` the GTIDs of ``events`` that end at or before ``until`` (file
+    number, end position); returns the position reached: ``until`` itself, the end of
+    the stream before it, or the end of the event that crosses it. A file's starting state event
+    (PREVIOUS_GTIDS, GTID_LIST) is added too: it is the state before the file, so adding
+    it to a state read from an earlier file changes nothing."""
+    reached = (0, 0)
+    for event in events:
+        where = (_file_number(event.file), event.end_pos)
+        if where > until:
+            return reached if reached == until else where
+        reached = where
+        add_event(state, event)
+        if where == until:
+            return until
+    return reached
+
+
+def add_event(state: GtidState, event: Event) -> None:
+    t = event.type
+    if isinstance(state, MariaGtidPos):
+        if t == c.MARIADB_GTID:
+            gtid = parse_mariadb_gtid(event.body)
+            state.add(gtid.domain_id, event.server_id, gtid.seq_no)
+        elif t == c.MARIADB_GTID_LIST:
+            for domain, server, seq in parse_mariadb_gtid_list(event.body):
+                state.add(domain, server, seq)
+        return
+    if t in (c.GTID, c.GTID_TAGGED):
+        uuid, tag, gno = parse_mysql_gtid(event)
+        state.add(uuid, gno, tag)
+    elif t == c.PREVIOUS_GTIDS:
+        state.update(parse_previous_gtids(event.body))
+
+
+def _shape(state: GtidState) -> str:
+    if isinstance(state, GtidSet):
+        gaps = sum(len(v) - 1 for v in state.intervals.values())
+        return f"{len(state.intervals)} transaction sources and {gaps} gaps"
+    return f"{len(state.domains)} domains"

@@ -1,0 +1,204 @@
+"""GTID sets and positions as values, their compact offset form, and the driver's GTID
+tracker over MySQL binlog bytes built by the independent test encoder."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_source.binlog import constants as c
+from cdc_source.gtid import (
+    GtidError,
+    GtidSet,
+    MariaGtidPos,
+    compact,
+    expand,
+    parse_state,
+)
+from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset
+from coordinator.gtid_tracker import GtidTracker, GtidTrackingError
+from tests.support.binlog_encoder import (
+    BinlogFile,
+    FakeDumpSource,
+    mariadb_gtid_body,
+    mariadb_gtid_list_body,
+    mysql_gtid_body,
+    previous_gtids_body,
+    query_body,
+    xid_body,
+)
+
+U1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+U2 = "0a0b0c0d-0000-1111-2222-333344445555"
+
+sources = st.sampled_from([(U1, ""), (U2, ""), (U1, "tag_a"), (U2, "b7")])
+members = st.sets(st.tuples(sources, st.integers(1, 60)), max_size=80)
+
+
+def _build(gtids) -> GtidSet:
+    result = GtidSet()
+    for (uuid, tag), gno in gtids:
+        result.add(uuid, gno, tag)
+    return result
+
+
+def _members(gtid_set: GtidSet) -> set:
+    return {
+        ((uuid, tag), n)
+        for (uuid, tag), intervals in gtid_set.intervals.items()
+        for a, b in intervals
+        for n in range(a, b + 1)
+    }
+
+
+@settings(deadline=None)
+@given(members)
+def test_a_gtid_set_holds_exactly_what_was_added_and_its_text_reads_back(gtids):
+    built = _build(gtids)
+    assert _members(built) == gtids
+    assert _members(GtidSet.parse(built.text())) == gtids
+    assert GtidSet.parse(built.text()).text() == built.text()
+
+
+@settings(deadline=None)
+@given(members, members)
+def test_contains_is_set_inclusion(a, b):
+    assert _build(a | b).contains(_build(b))
+    assert _build(a).contains(_build(b)) == (b <= a)
+
+
+@settings(deadline=None)
+@given(members)
+def test_the_order_gtids_arrive_in_does_not_change_the_text(gtids):
+    ordered = sorted(gtids, key=lambda m: m[1])
+    assert _build(ordered).text() == _build(reversed(ordered)).text()
+
+
+def test_mysql_text_with_newlines_upper_case_and_tags_is_read():
+    text = f"{U1.upper()}:1-5:7,\n{U2}:1-3:TAG_A:4-9:tag_a:10"
+    parsed = GtidSet.parse(text)
+    assert parsed.text() == f"{U2}:1-3:tag_a:4-10,{U1}:1-5:7"
+    assert GtidSet.parse("").text() == ""
+
+
+@pytest.mark.parametrize(
+    "bad", [f"{U1}", "not-a-uuid:1-3", f"{U1}:0-3", f"{U1}:5-3", f"{U1}:1-x", f"{U1}:9tag:1"]
+)
+def test_a_malformed_mysql_gtid_set_is_refused(bad):
+    with pytest.raises(GtidError):
+        GtidSet.parse(bad)
+
+
+def test_a_mariadb_position_keeps_the_last_gtid_of_each_domain():
+    pos = MariaGtidPos.parse("1-2-30, 0-1-100")
+    pos.add(0, 3, 101)
+    pos.add(5, 1, 1)
+    assert pos.text() == "0-3-101,1-2-30,5-1-1"
+    assert pos.contains(MariaGtidPos.parse("0-1-100,1-9-30"))
+    assert not pos.contains(MariaGtidPos.parse("1-2-31"))
+    with pytest.raises(GtidError):
+        MariaGtidPos.parse("0-1-1,0-2-2")
+    with pytest.raises(GtidError):
+        MariaGtidPos.parse("0-1")
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(2, 40), st.integers(0, 70000)), max_size=300))
+def test_the_compact_form_gives_the_text_back_exactly(steps):
+    gtid_set, n = GtidSet(), 0
+    for gap, length in steps:
+        gtid_set.add_interval(U1, "", n + gap, n + gap + length)
+        n += gap + length
+    stored = compact(gtid_set)
+    assert expand(stored) == gtid_set.text()
+    assert len(stored) <= max(len(gtid_set.text()), 1)
+    assert parse_state(stored, "mysql").text() == gtid_set.text()
+
+
+def _offset_bytes(gtids: str) -> int:
+    position = BinlogPosition("binlog.000123", 123_456_789, gtids, 1_790_000_000_000)
+    cursor = SnapshotCursor("shop.orders", (123456789,))
+    return len(SourceOffset(position, cursor, "0123abcd").to_json())
+
+
+def test_an_offset_stays_under_one_kib_for_200_gaps_or_25_sources():
+    """The bound the module docstring states: realistic gaps (a few numbers) between
+    intervals of thousands of transactions, and random server UUIDs."""
+    many_gaps, n = GtidSet(), 0
+    for i in range(200):
+        many_gaps.add_interval(U1, "", n + 2, n + 2 + 4000 + i * 7)
+        n += 2 + 4000 + i * 7
+    many_sources = GtidSet()
+    for i in range(25):
+        many_sources.add_interval(
+            str(uuidlib.UUID(int=i * 0x1234567_89ABCDEF_1234567)), "", 1, 10**7 + i
+        )
+    for gtid_set in (many_gaps, many_sources):
+        assert len(gtid_set.text()) > 1024
+        assert _offset_bytes(compact(gtid_set)) < 1024
+
+
+def test_a_damaged_compact_form_is_an_error_not_a_guess():
+    gtid_set = GtidSet()
+    for i in range(40):
+        gtid_set.add_interval(U1, "", i * 10 + 1, i * 10 + 5)
+    stored = compact(gtid_set)
+    assert stored.startswith("b:")
+    with pytest.raises(GtidError):
+        expand(stored[:-6])
+
+
+# -- the tracker over MySQL binlog bytes ---------------------------------------------------
+
+
+def _transaction(binlog: BinlogFile, uuid: str, gno: int) -> int:
+    binlog.add(c.GTID, mysql_gtid_body(uuid, gno))
+    binlog.add(c.QUERY, query_body("shop", "BEGIN"))
+    return binlog.add(c.XID, xid_body(gno))
+
+
+def _tracker(binlog: BinlogFile, flavor: str = "mysql") -> GtidTracker:
+    tracker = GtidTracker(lambda: None, 1, flavor)
+    tracker._source = FakeDumpSource(binlog)
+    return tracker
+
+
+def test_the_state_at_a_position_is_the_files_previous_set_plus_its_gtids():
+    binlog = BinlogFile()
+    binlog.add(c.PREVIOUS_GTIDS, previous_gtids_body({(U1, ""): [(1, 100)], (U2, ""): [(1, 7)]}))
+    ends = [_transaction(binlog, U1, 101), _transaction(binlog, U2, 8)]
+    ends.append(_transaction(binlog, U1, 102))
+    tracker = _tracker(binlog)
+    first = BinlogPosition(binlog.name, ends[0])
+    first = BinlogPosition(binlog.name, ends[0], tracker.at(None, first))
+    assert first.gtids == f"{U2}:1-7,{U1}:1-101"
+    last = BinlogPosition(binlog.name, ends[-1])
+    assert tracker.at(first, last) == f"{U2}:1-8,{U1}:1-102"
+    assert tracker.at(None, last) == f"{U2}:1-8,{U1}:1-102"
+    assert tracker._source.opened == [(binlog.name, 4), (binlog.name, ends[0]), (binlog.name, 4)]
+
+
+def test_a_position_inside_an_event_or_past_the_binlog_is_an_error():
+    binlog = BinlogFile()
+    binlog.add(c.PREVIOUS_GTIDS, previous_gtids_body({}))
+    end = _transaction(binlog, U1, 1)
+    tracker = _tracker(binlog)
+    with pytest.raises(GtidTrackingError, match="not where an event ends"):
+        tracker.at(None, BinlogPosition(binlog.name, end - 3))
+    with pytest.raises(GtidTrackingError, match="lost binlog events"):
+        tracker.at(None, BinlogPosition(binlog.name, end + 100))
+
+
+def test_mariadb_state_comes_from_gtid_list_and_gtid_events_with_their_server_id():
+    binlog = BinlogFile()
+    binlog.add(c.MARIADB_GTID_LIST, mariadb_gtid_list_body([(0, 1, 10), (0, 2, 12), (3, 1, 4)]))
+    binlog.add(c.MARIADB_GTID, mariadb_gtid_body(13, 0), server_id=2)
+    end = binlog.add(c.XID, xid_body(1))
+    binlog.add(c.MARIADB_GTID, mariadb_gtid_body(5, 3), server_id=9)
+    last = binlog.add(c.XID, xid_body(2))
+    tracker = _tracker(binlog, "mariadb")
+    assert tracker.at(None, BinlogPosition(binlog.name, end)) == "0-2-13,3-1-4"
+    assert tracker.at(None, BinlogPosition(binlog.name, last)) == "0-2-13,3-9-5"
