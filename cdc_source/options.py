@@ -16,6 +16,7 @@ from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 STARTUP_MODES = ("initial", "latest-offset")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
+SNAPSHOT_VISIBILITY = ("auto", "snapshot-status", "gtid-wait", "head-unsafe")
 
 DEFAULT_ROWS_PER_BATCH = 2_000_000
 DEFAULT_BYTES_PER_BATCH = 1 << 30
@@ -76,6 +77,17 @@ OPTION_DOCS: dict[str, str] = {
         f"default: the cores of the machine planning the query, at least "
         f"{MIN_SNAPSHOT_PARALLELISM}; on a cluster set it to the executors' cores"
     ),
+    "scan.snapshot.visibility": (
+        "how a snapshot task proves it sees every transaction at or before the batch's "
+        "position: auto (default: the server's snapshot status on MariaDB and Percona, GTID "
+        "waiting on MySQL with gtid_mode=ON, refused on MySQL without GTIDs), "
+        "snapshot-status, gtid-wait, or head-unsafe (MySQL without GTIDs: accept the "
+        "documented risk of missing a transaction committing while the snapshot opens)"
+    ),
+    "scan.snapshot.gtid-wait.timeout": (
+        "seconds a snapshot task waits for the transactions at or before its position to "
+        "commit (gtid-wait), default 60; then the task fails and is retried"
+    ),
     "connect.timeout": (
         "seconds to wait for a connection, default 30; a read that waits 10 times as long "
         "counts as a lost connection"
@@ -131,6 +143,8 @@ class SourceOptions:
     binlog_decoder: str = "auto"
     connect_timeout: int = 30
     connect_max_retries: int = DEFAULT_MAX_RETRIES
+    snapshot_visibility: str = "auto"  # scan.snapshot.visibility
+    gtid_wait_timeout: int = 60
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(self.connect_max_retries)
@@ -268,6 +282,12 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             f"option 'scan.binlog.decoder' must be one of {', '.join(BINLOG_DECODERS)}, "
             f"got '{decoder}'"
         )
+    visibility = options.get("scan.snapshot.visibility", "auto")
+    if visibility not in SNAPSHOT_VISIBILITY:
+        raise OptionError(
+            f"option 'scan.snapshot.visibility' must be one of "
+            f"{', '.join(SNAPSHOT_VISIBILITY)}, got '{visibility}'"
+        )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
     time_zone = options.get("server-time-zone", "UTC")
@@ -311,4 +331,6 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         snapshot_client=client,
         binlog_parallelism=binlog_parallelism,
         binlog_decoder=decoder,
+        snapshot_visibility=visibility,
+        gtid_wait_timeout=_positive_int(options, "scan.snapshot.gtid-wait.timeout", 60),
     )
