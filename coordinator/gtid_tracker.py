@@ -88,7 +88,7 @@ class GtidTracker:
 
     def _scan(self, state: GtidState, origin: tuple[str, int], end: BinlogPosition) -> None:
         self.scans += 1
-        reader, events, close = self._source.open(*origin)
+        reader, events, close = self._source.open(*origin, end.coordinates)
         try:
             reached = apply_gtid_events(state, events, end.coordinates)
         finally:

@@ -79,7 +79,7 @@ class XaWatermark:
     def _scan(self, origin: Position, end: BinlogPosition) -> XaTracker:
         self.scans += 1
         tracker = XaTracker()
-        reader, events, close = self._source.open(origin[0], origin[1])
+        reader, events, close = self._source.open(origin[0], origin[1], end.coordinates)
         try:
             track(events, lambda: reader.format, tracker, end.coordinates)
         finally:

@@ -326,7 +326,9 @@ class RangeReader:
             return
         tracker = XaTracker(self._prepared_before_start())
         commits: list[tuple[str, tuple[str, int], Event]] = []  # XA commits this task emits
-        reader, events, close = self.source.open(self.start.file, self.start.pos)
+        reader, events, close = self.source.open(
+            self.start.file, self.start.pos, self.end.coordinates
+        )
         reached = self.start.coordinates
         try:
             maps = TableMaps(self.decoder)

@@ -380,6 +380,13 @@ class EventReader:
         self.next_start = pos
         self.format = Format(checksum=CHECKSUM_CRC32 if checksum else CHECKSUM_NONE)
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """(file number, offset) where the next event starts: how far the dump has read."""
+        from cdc_source.offsets import file_number
+
+        return (file_number(self.file), self.next_start)
+
     def expect_checksum(self, checksum: bool) -> None:
         """Whether the events of a (new) dump carry a CRC32: the ROTATE a dump starts with
         comes before any FORMAT_DESCRIPTION says so."""

@@ -7,6 +7,7 @@ and then an EOF packet, so a reader that stops at a planned position never waits
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -180,14 +181,21 @@ class DumpSource:
         self.policy = policy or RetryPolicy(max_retries=0)
         self.server = server  # the identity the positions belong to ('' : the first seen)
 
-    def open(self, file: str, pos: int) -> tuple[EventReader, Iterator, Callable[[], None]]:
-        """(the event reader of the dump, its events, a close for the stream)"""
+    def open(
+        self, file: str, pos: int, until: tuple[int, int] | None = None
+    ) -> tuple[EventReader, Iterator, Callable[[], None]]:
+        """(the event reader of the dump, its events, a close for the stream)
+
+        ``until`` (file number, position): where the caller will stop. A dump that ends
+        before it, while the server has written that far, is read on after a pause
+        (:func:`dump_until`); where the server has not, the stream just ends and the
+        caller reports the gap."""
         from cdc_source.binlog.events import EventReader
 
         reader = EventReader(file, pos)
         server = SameServer(f"binlog dump from {file}:{pos}", self.server)
 
-        def attempt() -> Iterator:
+        def one_dump() -> Iterator:
             conn = self.connect()
             try:
                 server.check(conn)  # a resumed dump must read the same server's binlog
@@ -197,9 +205,67 @@ class DumpSource:
             finally:
                 _close(conn)
 
+        def written(position: tuple[int, int]) -> bool:
+            conn = self.connect()
+            try:
+                return server_has_written(conn, position)
+            finally:
+                _close(conn)
+
+        def attempt() -> Iterator:
+            if until is None:
+                return one_dump()
+            return dump_until(one_dump, lambda: reader.position, written, until)
+
         what = f"binlog dump (server id {self.server_id}) from {file}:{pos}"
         events = resumed(attempt, self.policy, what)
         return reader, events, events.close
+
+
+EARLY_END_WAIT_S = 30.0
+
+
+def dump_until(
+    one_dump: Callable[[], Iterator],
+    reached: Callable[[], tuple[int, int]],
+    written: Callable[[tuple[int, int]], bool],
+    until: tuple[int, int],
+    budget_s: float = EARLY_END_WAIT_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator:
+    """The events of dumps from where the last one ended, until ``until`` is reached.
+
+    MySQL's dump thread sends events only up to the binlog's synced end (with
+    ``sync_binlog=1``, ``Binlog_sender`` stops at ``get_binlog_end_pos``), while
+    ``SHOW BINARY LOG STATUS`` reports the flushed end, so a range read right after it
+    was planned can end early (issue 8). A dump that ends before ``until`` while the
+    server's files show ``until`` written is read on after a pause (10 ms doubling to
+    0.5 s, at most ``budget_s`` in all); a position the server has not written is a real
+    gap: the stream ends and the caller says so."""
+    waited = 0.0
+    pause = 0.01
+    while True:
+        yield from one_dump()
+        if reached() >= until or waited >= budget_s or not written(until):
+            return
+        sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.5)
+
+
+def server_has_written(conn, position: tuple[int, int]) -> bool:
+    """Whether the server's binlog files reach ``position`` (file number, offset)."""
+    from cdc_source.offsets import file_number
+
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        files = [(file_number(_text(row[0])), int(row[1])) for row in cur.fetchall()]
+    number, offset = position
+    return any(n > number or (n == number and size >= offset) for n, size in files)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _close(conn) -> None:

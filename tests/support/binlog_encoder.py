@@ -474,7 +474,7 @@ class FakeDumpSource:
         self.chunk = chunk
         self.opened: list[tuple[str, int]] = []
 
-    def open(self, file: str, pos: int):
+    def open(self, file: str, pos: int, until: tuple[int, int] | None = None):
         from cdc_source.binlog.events import EventReader
 
         self.opened.append((file, pos))

@@ -202,3 +202,50 @@ def test_mariadb_state_comes_from_gtid_list_and_gtid_events_with_their_server_id
     tracker = _tracker(binlog, "mariadb")
     assert tracker.at(None, BinlogPosition(binlog.name, end)) == "0-2-13,3-1-4"
     assert tracker.at(None, BinlogPosition(binlog.name, last)) == "0-2-13,3-9-5"
+
+
+# -- a dump that ends before the planned position (MySQL: the synced end) -------------------
+
+
+def _dumps(batches: list[list[int]]):
+    """A dump source whose n-th dump yields the event ends in ``batches[n]``."""
+    state = {"dumps": 0, "at": 0}
+
+    def one_dump():
+        events = batches[state["dumps"]] if state["dumps"] < len(batches) else []
+        state["dumps"] += 1
+        for end in events:
+            state["at"] = end
+            yield end
+
+    return one_dump, lambda: (1, state["at"]), state
+
+
+def test_a_dump_that_ends_early_is_read_on_while_the_server_has_the_range():
+    from cdc_source.binlog.transport import dump_until
+
+    one_dump, reached, state = _dumps([[100, 200], [], [300, 400]])
+    pauses: list[float] = []
+    events = list(dump_until(one_dump, reached, lambda _: True, (1, 400), sleep=pauses.append))
+    assert events == [100, 200, 300, 400]
+    assert state["dumps"] == 3 and pauses == [0.01, 0.02]
+
+
+def test_a_dump_that_ends_before_a_position_the_server_lacks_is_a_gap_at_once():
+    from cdc_source.binlog.transport import dump_until
+
+    one_dump, reached, state = _dumps([[100, 200]])
+    events = list(dump_until(one_dump, reached, lambda _: False, (1, 400), sleep=lambda _: None))
+    assert events == [100, 200] and state["dumps"] == 1  # the caller reports the gap
+
+
+def test_waiting_for_an_early_end_is_bounded():
+    from cdc_source.binlog.transport import dump_until
+
+    one_dump, reached, state = _dumps([[100]])
+    pauses: list[float] = []
+    events = list(
+        dump_until(one_dump, reached, lambda _: True, (1, 400), budget_s=2, sleep=pauses.append)
+    )
+    assert events == [100]
+    assert sum(pauses) >= 2 and sum(pauses) < 2.6
