@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from cdc_source.tls import SSL_MODES, VERIFYING
 
 STARTUP_MODES = ("initial", "latest-offset")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
@@ -33,6 +34,14 @@ OPTION_DOCS: dict[str, str] = {
     "port": "server port, default 3306",
     "username": "account with SELECT, REPLICATION SLAVE, REPLICATION CLIENT (required)",
     "password": "password of that account",
+    "ssl-mode": (
+        "disabled, preferred (default: TLS when the server offers it; none on a loopback "
+        "host unless set), required (TLS, certificate not checked), verify-ca (checked "
+        "against ssl-ca) or verify-identity (also the host name)"
+    ),
+    "ssl-ca": "CA certificate file (PEM) for verify-ca and verify-identity",
+    "ssl-cert": "client certificate file (PEM), with ssl-key, for accounts REQUIRE X509",
+    "ssl-key": "the client certificate's private key file (PEM)",
     "database-name": "regular expression of the database(s) to capture (required)",
     "table-name": "regular expression matched against 'db.table' (required)",
     "server-id": (
@@ -131,6 +140,10 @@ class SourceOptions:
         DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + DEFAULT_SERVER_IDS - 1
     )
     server_time_zone: str = "UTC"
+    ssl_mode: str = "preferred"  # cdc_source.tls; the files' paths hold on every executor
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
     startup_mode: str = "initial"
     chunk_size: int | None = None  # None: by the table's row length (coordinator.planner)
     chunks_per_batch: int | None = None  # None: sized by rows_per_batch and bytes_per_batch
@@ -150,11 +163,10 @@ class SourceOptions:
         return RetryPolicy(self.connect_max_retries)
 
     def connection_kwargs(self) -> dict:
-        """Arguments for ``pymysql.connect`` (contains the password: never log it).
-
-        PyMySQL's default "TLS if the server offers it" builds a fresh SSL context per
-        connection (about 0.13 s here); on loopback TLS protects nothing, so it is off there.
-        """
+        """Arguments for :func:`cdc_source.mysql_client.connect` and the snapshot clients
+        (contains the password: never log it): PyMySQL's, plus the TLS settings
+        (``ssl_mode``, ``ssl_ca``, ``ssl_cert``, ``ssl_key``) each client maps for itself
+        (:mod:`cdc_source.tls`)."""
         kwargs = {
             "host": self.hostname,
             "port": self.port,
@@ -166,8 +178,10 @@ class SourceOptions:
             "read_timeout": self.connect_timeout * READ_TIMEOUT_FACTOR,
             "write_timeout": self.connect_timeout * READ_TIMEOUT_FACTOR,
         }
-        if self.hostname in LOOPBACK_HOSTS or self.hostname.startswith("127."):
-            kwargs["ssl_disabled"] = True
+        kwargs["ssl_mode"] = self.ssl_mode
+        for name in ("ssl_ca", "ssl_cert", "ssl_key"):
+            if getattr(self, name):
+                kwargs[name] = getattr(self, name)
         return kwargs
 
     def matches(self, database: str, table: str) -> bool:
@@ -247,6 +261,60 @@ def _check_time_zone(raw: str) -> None:
         ) from None
 
 
+def is_loopback(hostname: str) -> bool:
+    return hostname in LOOPBACK_HOSTS or hostname.startswith("127.")
+
+
+def _parse_tls(options: dict[str, str]) -> dict[str, str | None]:
+    """``ssl-mode`` and its files. Without ``ssl-mode`` a loopback host connects without
+    TLS: PyMySQL builds an SSL context per connection (0.03-0.13 s), and on loopback TLS
+    protects nothing; set ``ssl-mode`` to have it there (an SSH tunnel to a server that
+    requires TLS)."""
+    raw = options.get("ssl-mode")
+    if raw is None:
+        mode = "disabled" if is_loopback(options["hostname"]) else "preferred"
+    else:
+        mode = raw.strip().lower().replace("_", "-")  # also MySQL's VERIFY_IDENTITY
+        if mode not in SSL_MODES:
+            raise OptionError(
+                f"option 'ssl-mode' must be one of {', '.join(SSL_MODES)}, got '{raw}'"
+            )
+    files = {name: options.get(name) or None for name in ("ssl-ca", "ssl-cert", "ssl-key")}
+    if mode in VERIFYING and not files["ssl-ca"]:
+        raise OptionError(
+            f"option 'ssl-mode' is {mode}, which checks the server's certificate against a "
+            "CA: set 'ssl-ca' to the CA's certificate file (PEM; for a cloud database, its "
+            "provider's CA bundle)"
+        )
+    if files["ssl-ca"] and mode not in VERIFYING:
+        raise OptionError(
+            f"option 'ssl-ca' is set, but ssl-mode={mode} checks no certificate: set "
+            "'ssl-mode' to verify-identity (or verify-ca), or remove 'ssl-ca'"
+        )
+    if bool(files["ssl-cert"]) != bool(files["ssl-key"]):
+        raise OptionError(
+            "options 'ssl-cert' and 'ssl-key' go together: the client certificate and its "
+            "private key"
+        )
+    if files["ssl-cert"] and mode in ("disabled", "preferred"):
+        raise OptionError(
+            f"options 'ssl-cert' and 'ssl-key' are set, but ssl-mode={mode} may connect "
+            "without TLS: set 'ssl-mode' to required, verify-ca or verify-identity"
+        )
+    for name, path in files.items():
+        if path and not os.path.isfile(path):
+            raise OptionError(
+                f"option '{name}': no file '{path}' here; TLS files must be at the same path "
+                "on the driver and on every executor"
+            )
+    return {
+        "ssl_mode": mode,
+        "ssl_ca": files["ssl-ca"],
+        "ssl_cert": files["ssl-cert"],
+        "ssl_key": files["ssl-key"],
+    }
+
+
 def parse_options(raw_options: dict[str, str]) -> SourceOptions:
     """Validate Spark's (lower-cased, string) options into :class:`SourceOptions`."""
     options = {key.lower(): value for key, value in raw_options.items()}
@@ -306,11 +374,13 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
     port = _positive_int(options, "port", 3306)
     if port > 65535:
         raise OptionError(f"option 'port' must be between 1 and 65535, got '{port}'")
+    tls_settings = _parse_tls(options)
     return SourceOptions(
         hostname=options["hostname"],
         port=port,
         username=options["username"],
         password=options.get("password", ""),
+        **tls_settings,
         database_pattern=options["database-name"],
         table_pattern=options["table-name"],
         server_ids=server_ids,

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+from cdc_source.tls import failure_kind
+
 log = logging.getLogger("cdc_mysql")
 
 T = TypeVar("T")
@@ -108,6 +110,10 @@ def is_transient(err: BaseException) -> bool:
     if module.startswith(("pymysql", "MySQLdb")):
         if type(err).__name__ == "InterfaceError":
             return True  # PyMySQL: "(0, '')", a use of a connection already closed
+        # A certificate that fails verification, or a server without the TLS a mode
+        # requires, arrives as 2003 (PyMySQL) or 2026: no retry can mend it.
+        if failure_kind(" ".join(str(a) for a in getattr(err, "args", ()))):
+            return False
         return error_code(err) in TRANSIENT_CODES
     return False
 

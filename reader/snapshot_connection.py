@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pymysql
 
+from cdc_source import tls
 from cdc_source.mysql_client import SourceConnectionError
 from cdc_source.retry import is_transient
 
@@ -174,6 +175,7 @@ def _mysqlclient(connection_kwargs: dict) -> SnapshotConnection | None:
         return None
     # Keep the encoders (Python value -> SQL literal), drop every decoder.
     encoders = {k: v for k, v in MySQLdb.converters.conversions.items() if not isinstance(k, int)}
+    _, tls_settings = tls.split(connection_kwargs)
     kwargs = {
         "host": connection_kwargs["host"],
         "port": connection_kwargs["port"],
@@ -189,14 +191,33 @@ def _mysqlclient(connection_kwargs: dict) -> SnapshotConnection | None:
         "conv": encoders,
         "autocommit": True,
         "init_command": "SET time_zone = '+00:00'",
+        **tls.mysqlclient_arguments(tls_settings, MySQLdb._mysql.get_client_info()),
     }
+    host, port, user = kwargs["host"], kwargs["port"], kwargs["user"]
     try:
+        tls.check_files(tls_settings)
         conn = MySQLdb.connect(**kwargs)
+    except tls.TlsSetupError as err:
+        raise SnapshotClientError(str(err)) from None
     except MySQLdb.OperationalError as err:
-        where = f"{kwargs['user']}@{kwargs['host']}:{kwargs['port']}"
+        explained = tls.explain(err.args[0], str(err.args[-1]), tls_settings, host, port, user)
+        if explained is not None:
+            raise SnapshotClientError(explained, err.args[0]) from None
         raise SnapshotClientError(
-            f"cannot connect to {where}: {err.args[-1]}", err.args[0], is_transient(err)
+            f"cannot connect to {user}@{host}:{port}: {err.args[-1]}",
+            err.args[0],
+            is_transient(err),
         ) from None
+    mode = tls_settings["ssl_mode"]
+    if mode in tls.REQUIRING:  # the client library may have fallen back to plain text
+        try:
+            encrypted = bool(tls.session_cipher(conn))
+        except BaseException:
+            conn.close()
+            raise
+        if not encrypted:
+            conn.close()
+            raise SnapshotClientError(tls.not_encrypted_message(mode, host, port))
     client = "native" if _native_matches(MySQLdb) else "mysqlclient"
     return SnapshotConnection(conn, client, MySQLdb.cursors.SSCursor)
 
