@@ -12,6 +12,7 @@ query is behind the head.
     server      the server's side: snapshot progress per table, binlog lag
     report      the three together
     render      a report as text and as JSON
+    watch       ``--watch``: a live view redrawn every few seconds while a query runs
     cli         the command line and ``main``
 
 Reading, summarizing and rendering are pure; reading files, asking the server and
@@ -26,7 +27,13 @@ from cdc_source.inspect.checkpoint import (
     parse_offset_file,
     read_checkpoint,
 )
-from cdc_source.inspect.cli import PASSWORD_ENV, build_parser, connection_options, main
+from cdc_source.inspect.cli import (
+    PASSWORD_ENV,
+    build_parser,
+    connection_options,
+    main,
+    read_report,
+)
 from cdc_source.inspect.records import (
     BatchRecord,
     batch_record,
@@ -84,6 +91,7 @@ __all__ = [
     "main",
     "parse_offset_file",
     "read_checkpoint",
+    "read_report",
     "render_json",
     "render_text",
     "report_json",

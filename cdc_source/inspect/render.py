@@ -16,7 +16,7 @@ OFFSET_BYTES_TARGET = 1024  # DESIGN section 3: an offset stays under 1 KiB
 FRONTIER_WIDTH = 40  # text output shortens longer frontiers; --json has them whole
 
 
-def _frontier_text(after: list | None, width: int = FRONTIER_WIDTH) -> str:
+def frontier_text(after: list | None, width: int = FRONTIER_WIDTH) -> str:
     if after is None:
         return "(start)"
     text = json.dumps(after, ensure_ascii=False, separators=(",", ":"))
@@ -39,7 +39,7 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[s
 def _batch_row(record: BatchRecord) -> list[str]:
     table, frontier = "-", "-"
     if record.phase == "snapshot":
-        table, frontier = record.table or "-", _frontier_text(record.after)
+        table, frontier = record.table or "-", frontier_text(record.after)
     elif record.phase == "invalid":
         frontier = record.error or ""
     binlog = "-" if record.binlog is None else str(record.binlog)
@@ -66,7 +66,7 @@ def _phase_text(summary: Summary) -> str:
     if offset.snapshot is None:
         how = "hand-over done" if summary.snapshot_seen else "no snapshot in the log"
         return f"stream ({how}) {where}, {batch}"
-    after = _frontier_text(None if offset.snapshot.after is None else list(offset.snapshot.after))
+    after = frontier_text(None if offset.snapshot.after is None else list(offset.snapshot.after))
     return f"snapshot of {offset.snapshot.table} after {after} {where}, {batch}"
 
 
@@ -194,7 +194,7 @@ def render_text(report: Report, last: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _binlog_json(position: BinlogPosition | None) -> dict[str, Any] | None:
+def binlog_json(position: BinlogPosition | None) -> dict[str, Any] | None:
     return None if position is None else position.to_json_obj()
 
 
@@ -205,7 +205,7 @@ def _record_json(record: BatchRecord) -> dict[str, Any]:
         "phase": record.phase,
         "table": record.table,
         "after": record.after,
-        "binlog": _binlog_json(record.binlog),
+        "binlog": binlog_json(record.binlog),
         "offset_bytes": record.offset_bytes,
         "timestamp_ms": record.timestamp_ms,
     }
@@ -225,7 +225,7 @@ def _summary_json(summary: Summary) -> dict[str, Any]:
         "uncommitted": list(summary.uncommitted),
         "phase": summary.phase,
         "offset_batch": summary.offset_batch,
-        "binlog": _binlog_json(None if offset is None else offset.binlog),
+        "binlog": binlog_json(None if offset is None else offset.binlog),
         "snapshot": None if cursor is None else cursor.to_json_obj(),
         "tables_done": list(summary.tables_done),
         "tables_pending": list(summary.tables_pending),
@@ -244,7 +244,7 @@ def _server_json(server: ServerReport) -> dict[str, Any]:
         return {"address": server.address, "error": server.error}
     return {
         "address": server.address,
-        "head": _binlog_json(server.head),
+        "head": binlog_json(server.head),
         "lag_bytes": server.lag_bytes,
         "lag_note": server.lag_note,
         "tables_listed": server.tables_listed,
