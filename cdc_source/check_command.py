@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from cdc_source.options import OPTION_DOCS, OptionError, parse_options
-from cdc_source.requirements import FAIL, OK, WARN, Finding, run_checks
+from cdc_source.requirements import FAIL, OK, WARN, Finding, check_tls, run_checks
 
 PASSWORD_ENV = "CDC_MYSQL_PASSWORD"
 
@@ -106,6 +106,7 @@ def check(options: dict[str, str]) -> tuple[str, list[Finding]]:
     try:
         return target, [
             Finding("connection", OK, "connected"),
+            check_tls(conn, parsed),
             *run_checks(conn, lambda: connect(kwargs), parsed),
         ]
     finally:

@@ -15,7 +15,7 @@ import pymysql
 from cdc_source.binlog.transport import BinlogServerError, probe_dump
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.mysql_client import SourceConnectionError, read_head, variables
-from cdc_source.options import SourceOptions
+from cdc_source.options import SourceOptions, is_loopback
 from cdc_source.preflight import (
     REQUIRED_SETTINGS,
     PreflightError,
@@ -23,6 +23,7 @@ from cdc_source.preflight import (
     table_problems,
     unreadable_tables,
 )
+from cdc_source.tls import session_cipher
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 DAY_SECONDS = 86_400
@@ -158,6 +159,27 @@ def check_retention(conn) -> Iterator[Finding]:
         )
     else:
         yield Finding("binlog retention", OK, f"binlogs are kept {seconds / DAY_SECONDS:g} days")
+
+
+def check_tls(conn, options: SourceOptions) -> Finding:
+    """Whether the connection the source makes is encrypted (the server's own word)."""
+    mode = options.ssl_mode
+    cipher = session_cipher(conn)
+    if cipher:
+        checked = {
+            "verify-identity": "the certificate and the host name are verified",
+            "verify-ca": "the certificate is verified, not the host name",
+        }.get(mode, "the certificate is not verified")
+        return Finding("TLS", OK, f"encrypted ({cipher}; ssl-mode={mode}: {checked})")
+    if is_loopback(options.hostname):
+        return Finding("TLS", OK, f"not encrypted (ssl-mode={mode}), on a loopback connection")
+    return Finding(
+        "TLS",
+        WARN,
+        f"not encrypted (ssl-mode={mode}): the password and the captured data cross the "
+        "network in clear text",
+        "enable TLS on the server (ssl_cert, ssl_key) and set ssl-mode=verify-identity with ssl-ca",
+    )
 
 
 def _dump_probe(connect: Callable[[], object], server_id: int, file: str, pos: int) -> None:

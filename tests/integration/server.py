@@ -25,7 +25,8 @@ class TestServer:
 
     __test__ = False  # a helper, not a test class, whatever its name
 
-    def __init__(self) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
+        """``extra_args``: more ``mariadbd`` options for the embedded server (TLS files...)."""
         self.embedded: EmbeddedServer | None = None
         self.decoder: str | None = None  # scan.binlog.decoder of the queries, when set
         url = os.environ.get(TEST_URL_ENV)
@@ -40,7 +41,7 @@ class TestServer:
                 admin_password=unquote(parsed.password or ""),
             )
         else:
-            self.embedded = EmbeddedServer()
+            self.embedded = EmbeddedServer(extra_args=extra_args)
             base = self.embedded.start()
             self.info = ConnectionInfo(base.host, base.port, TEST_USER, TEST_PASSWORD)
         self._create_account()
