@@ -21,13 +21,21 @@ CLASSES: dict[str, tuple[str, str]] = {
         "correct the option named in the message",
     ),
     "SourceConnectionError": (
-        "the server cannot be reached, refuses the account, or has no binlog",
-        "check hostname, port, username and password, and that the server runs with log_bin",
+        "the server cannot be reached, refuses the account or the connection's TLS, or has "
+        "no binlog",
+        "check hostname, port, username and password, ssl-mode and its files (the message "
+        "says which), and that the server runs with log_bin",
     ),
     "SnapshotClientError": (
         "a snapshot task's client cannot connect, or the requested client is not installed",
         "as the message says: install mysqlclient on the executors or use "
         "scan.snapshot.client=auto",
+    ),
+    "TlsSetupError": (
+        "a TLS file named by ssl-ca, ssl-cert or ssl-key cannot be read or used on the "
+        "machine opening the connection (driver or executor)",
+        "put the files at the same path on the driver and every executor; check that "
+        "ssl-cert and ssl-key are a PEM certificate and its key",
     ),
     "RetriesExhaustedError": (
         "a transient fault (restart, fail-over, cut connection) outlasted connect.max-retries",
@@ -149,6 +157,14 @@ INTERNAL = {
 }
 
 
+# Functions whose returned messages the connecting code raises as the given class (the
+# messages of TLS and authentication failures, shared by PyMySQL's and mysqlclient's).
+RETURNED_MESSAGES = {
+    ("cdc_source/tls.py", "explain"): "SourceConnectionError",
+    ("cdc_source/tls.py", "not_encrypted_message"): "SourceConnectionError",
+}
+
+
 @dataclass(frozen=True)
 class Raise:
     cls: str
@@ -166,6 +182,20 @@ def _template(node: ast.expr) -> str | None:
     return None
 
 
+def _returned_messages(where: str, tree: ast.Module) -> list[Raise]:
+    found = []
+    for function in ast.walk(tree):
+        cls = RETURNED_MESSAGES.get((where, getattr(function, "name", None)))
+        if cls is None or not isinstance(function, ast.FunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                message = _template(node.value)
+                if message is not None:
+                    found.append(Raise(cls, " ".join(message.split()), where))
+    return found
+
+
 def raises() -> list[Raise]:
     found = []
     for package in PACKAGES:
@@ -180,6 +210,7 @@ def raises() -> list[Raise]:
                 if cls and message is not None:
                     where = f"{path.relative_to(ROOT).as_posix()}"
                     found.append(Raise(cls, " ".join(message.split()), where))
+            found += _returned_messages(path.relative_to(ROOT).as_posix(), tree)
     return sorted(set(found), key=lambda r: (r.cls, r.message))
 
 
