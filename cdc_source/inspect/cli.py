@@ -24,6 +24,10 @@ _CONNECTION_FLAGS = {
     "database_name": "database-name",
     "table_name": "table-name",
     "connect_timeout": "connect.timeout",
+    "ssl_mode": "ssl-mode",
+    "ssl_ca": "ssl-ca",
+    "ssl_cert": "ssl-cert",
+    "ssl_key": "ssl-key",
 }
 
 
@@ -107,6 +111,9 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     server.add_argument("--database-name", help="as in the query, to list the captured tables")
     server.add_argument("--table-name", help="as in the query, to list the captured tables")
     server.add_argument("--connect-timeout", metavar="SECONDS")
+    server.add_argument("--ssl-mode", help="as in the query (disabled ... verify-identity)")
+    for name in ("ca", "cert", "key"):
+        server.add_argument(f"--ssl-{name}", metavar="FILE", help="as in the query")
     return parser
 
 

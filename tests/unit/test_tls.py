@@ -286,3 +286,27 @@ def test_connect_refuses_an_unencrypted_connection_where_tls_is_required(monkeyp
     assert closed == [True]
     kwargs["ssl_mode"] = "preferred"
     assert isinstance(connect(kwargs), Plain)
+
+
+def test_the_commands_take_the_tls_options():
+    from cdc_source.check_command import _parser, gather_options
+    from cdc_source.inspect.cli import build_parser, connection_options
+
+    argv = ["--hostname", "db", "--ssl-mode", "verify-identity", "--ssl-ca", "/etc/ca.pem"]
+    check_args = _parser().parse_args(argv + ["--ssl-cert", "/c.pem", "--ssl-key", "/k.pem"])
+    assert {
+        k: v for k, v in gather_options(check_args, environ={}).items() if k.startswith("ssl")
+    } == {
+        "ssl-mode": "verify-identity",
+        "ssl-ca": "/etc/ca.pem",
+        "ssl-cert": "/c.pem",
+        "ssl-key": "/k.pem",
+    }
+    inspect_argv = ["checkpoint", *argv, "--ssl-cert", "/c.pem", "--ssl-key", "/k.pem"]
+    options = connection_options(build_parser(inspect_argv).parse_args(inspect_argv), {})
+    assert {k: v for k, v in options.items() if k.startswith("ssl")} == {
+        "ssl-mode": "verify-identity",
+        "ssl-ca": "/etc/ca.pem",
+        "ssl-cert": "/c.pem",
+        "ssl-key": "/k.pem",
+    }
