@@ -2,7 +2,7 @@
 
 The offset is the whole truth of a query's progress (DESIGN section 2)::
 
-    {"v": 1, "tables": "crc32 of the captured table names",
+    {"v": 1, "tables": "crc32 of the captured table names", "server": "server_id=N ...",
      "binlog": {"file": "...", "pos": N, "gtids": "...", "ts": MS} | null,
      "snapshot": {"table": "db.t", "after": [key values] | null} | null}
 
@@ -10,6 +10,12 @@ The offset is the whole truth of a query's progress (DESIGN section 2)::
 keys ``<= after`` (in the server's collation order) are owned, ``null`` means none of
 that table is. Tables sorted before ``snapshot.table`` are owned entirely, tables after
 it not at all. ``snapshot: null`` means the hand-over is done: everything is owned.
+
+``server`` names the server whose binlog the positions are of (``server_id``, and
+``server_uuid`` on MySQL; absent before the first batch), so a restart that reaches
+another server behind the same host name stops with a clear error instead of reading
+another binlog at the same coordinates. ``binlog.gtids`` is the exact GTID state at the
+position (:mod:`coordinator.gtid_tracker`), in the compact form of :mod:`cdc_source.gtid`.
 
 ``tables`` fingerprints the set of captured tables, so a restart whose ``table-name``
 now matches another set of tables stops with a clear error instead of silently
@@ -129,18 +135,19 @@ class SourceOffset:
     binlog: BinlogPosition | None
     snapshot: SnapshotCursor | None
     tables: str = ""
+    server: str = ""  # whose binlog the positions are of ('' before the first batch)
 
     @property
     def handed_over(self) -> bool:
         return self.snapshot is None
 
     def to_json_obj(self) -> dict[str, Any]:
-        return {
-            "v": OFFSET_VERSION,
-            "tables": self.tables,
-            "binlog": None if self.binlog is None else self.binlog.to_json_obj(),
-            "snapshot": None if self.snapshot is None else self.snapshot.to_json_obj(),
-        }
+        obj: dict[str, Any] = {"v": OFFSET_VERSION, "tables": self.tables}
+        if self.server:  # written from the first planned batch on: offsets stay comparable
+            obj["server"] = self.server
+        obj["binlog"] = None if self.binlog is None else self.binlog.to_json_obj()
+        obj["snapshot"] = None if self.snapshot is None else self.snapshot.to_json_obj()
+        return obj
 
     def to_json(self) -> str:
         return json.dumps(self.to_json_obj(), separators=(",", ":"), ensure_ascii=True)
@@ -160,6 +167,7 @@ class SourceOffset:
             binlog=None if binlog is None else BinlogPosition.from_json_obj(binlog),
             snapshot=None if snapshot is None else SnapshotCursor.from_json_obj(snapshot),
             tables=str(obj.get("tables", "")),
+            server=str(obj.get("server", "")),
         )
 
     def describe(self) -> str:

@@ -10,7 +10,15 @@ import os
 from dataclasses import dataclass, replace
 
 from cdc_source.catalog import TableSchema
-from cdc_source.mysql_client import SameServer, connect, read_head, server_flavor, variables
+from cdc_source.gtid import parse_state
+from cdc_source.mysql_client import (
+    SameServer,
+    ServerChangedError,
+    connect,
+    read_head,
+    server_flavor,
+    variables,
+)
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -64,6 +72,7 @@ class QueryDriver:
         self._open_session = open_session
         self._server: ServerTraits | None = None
         self._gtids: GtidTracker | None = None
+        self._server_checked = False
 
     def traits(self) -> ServerTraits:
         """What the server is and offers, read once per query run: its flavor, whether it
@@ -143,27 +152,47 @@ class QueryDriver:
                 "the options and tables the checkpoint was started with"
             )
 
+    def _check_server(self, offset: SourceOffset) -> None:
+        """The checkpoint's positions are of the server reached now: the same server
+        (identity), with a binlog that still holds their history (GTID state), checked
+        once per query run."""
+        if self._server_checked:
+            return
+        identity = self.server_identity()
+        if offset.server and offset.server != identity:
+            raise ServerChangedError(
+                f"the checkpoint's binlog positions are of another server ({offset.server}) "
+                f"than the one reached now ({identity}): a fail-over, or another server behind "
+                "the same host name. Binlog positions of one server do not hold on another; "
+                "start a new query with a new checkpoint location"
+            )
+        if offset.binlog is not None and offset.binlog.gtids and self.traits().gtids:
+            self.session.run(lambda conn: check_gtid_history(conn, offset.binlog, self.traits()))
+        self._server_checked = True
+
     def latest(
         self, start: SourceOffset, max_rows: int | None = None, max_bytes: int | None = None
     ) -> SourceOffset:
         """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
         ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
         self._check_tables(start)
+        self._check_server(start)
         self._ensure_available(start.binlog)
         head = self.target or self.head()
+        server = self.server_identity()
         if start.snapshot is not None:
             head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
             batch = self.planner.plan(start, head, self._budget(max_rows, max_bytes))
             self._log_plan(start, batch.end, len(batch.chunks), head)
             self._write_state()
-            return batch.end
+            return replace(batch.end, server=server)
         end = SourceOffset(head, None, self.fingerprint)
         if start.binlog is not None and same_progress(start, end):
             return start
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
         head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
-        end = SourceOffset(head, None, self.fingerprint)
+        end = SourceOffset(head, None, self.fingerprint, server)
         self._log_plan(start, end, 0, head)
         return end
 
@@ -179,6 +208,7 @@ class QueryDriver:
         if same_progress(start, end):
             return []
         self._check_tables(start)
+        self._check_server(start)
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
         server = self.server_identity()
@@ -295,6 +325,22 @@ class ServerTraits:
     flavor: str  # mysql or mariadb
     gtids: bool  # the binlog has GTIDs (MariaDB always; MySQL with gtid_mode=ON)
     visibility: str  # cdc_source.visibility, resolved
+
+
+def check_gtid_history(conn, position: BinlogPosition, traits: ServerTraits) -> None:
+    """The server's GTID state contains the one at ``position``: else its binlog was reset
+    (``RESET BINARY LOGS AND GTIDS``, ``RESET MASTER``) or it is another server, and the
+    same file and offset would name other events."""
+    name = "gtid_binlog_pos" if traits.flavor == "mariadb" else "gtid_executed"
+    now = parse_state(variables(conn, [name]).get(name, ""), traits.flavor)
+    then = parse_state(position.gtids, traits.flavor)
+    if not now.contains(then):
+        raise SourceStateError(
+            f"the server's GTIDs ({name}={now.text() or 'empty'}) do not include those of the "
+            f"checkpoint's position {position} ({then.text()}): the server's binlog was reset "
+            "or this is another server, so the checkpoint's positions name other events. "
+            "Start a new query with a new checkpoint location"
+        )
 
 
 def read_traits(conn, requested_visibility: str) -> ServerTraits:
