@@ -250,15 +250,19 @@ def parse_previous_gtids(body: bytes):
     in the tagged format its tag, the number of intervals (8), and each interval's first
     and one-past-last number (8 + 8).
 
-    The header of the untagged format is the number of sources; of the tagged format
-    (8.3+), a format byte 1 in its lowest and highest byte and the number of sources in
-    the 6 bytes between (``Gtid_set::decode``, ``Gtid_format::tagged``)."""
+    The header's highest byte is the format: 0 untagged, the number of sources in the 7
+    bytes below; 1 tagged (8.3+), the number in the 6 bytes between it and a low byte 1
+    (``sql/rpl_gtid_set.cc``, ``decode_nsids_format``); a tag is a serialized string
+    (:func:`_serialized_uint` length, then ASCII). Another format is refused."""
     from cdc_source.gtid import GtidSet
 
     cur = Cursor(body)
     header = cur.uint(8)
-    tagged = (header & 0xFF) == 1 and (header >> 56) == 1
-    count = (header >> 8) & 0xFFFFFFFFFFFF if tagged else header
+    form = header >> 56
+    if form not in (0, 1) or (form == 1 and header & 0xFF != 1):
+        raise MalformedEventError(f"PREVIOUS_GTIDS in an unknown format {form}")
+    tagged = form == 1
+    count = (header >> 8) & 0xFFFFFFFFFFFF if tagged else header & 0x00FFFFFFFFFFFFFF
     if count * 24 > cur.remaining():
         raise MalformedEventError(f"PREVIOUS_GTIDS of {count} sources in {len(body)} bytes")
     result = GtidSet()
@@ -487,10 +491,69 @@ class EventReader:
         yield event
 
 
-def parse_tagged_gtid(body: bytes, where: str) -> tuple[str, str, int]:
-    """MySQL 8.3+ GTID_TAGGED (42): refused by name and position until decoded."""
-    raise UnsupportedEventError(f"{where}: tagged GTIDs (MySQL 8.3+) are not decoded")
-
-
 def _serialized_uint(cur: Cursor) -> int:
-    raise UnsupportedEventError("PREVIOUS_GTIDS with tagged GTIDs (MySQL 8.3+) is not decoded")
+    """An unsigned integer of MySQL's serialization library (libs/mysql/serialization,
+    ``variable_length_integers.h``): the trailing one-bits of the first byte, plus one,
+    are its length N in bytes; for N <= 8 the value is the N bytes little-endian shifted
+    right by N, and a first byte 0xFF is followed by the value's 8 bytes. Not LEB128."""
+    first = cur.uint(1)
+    if first == 0xFF:
+        return cur.uint(8)
+    length = 1
+    while first & (1 << (length - 1)):
+        length += 1
+    rest = cur.take(length - 1)
+    return int.from_bytes(bytes([first]) + rest, "little") >> length
+
+
+def _serialized_int(cur: Cursor) -> int:
+    """A signed integer of the same library: zigzag over :func:`_serialized_uint`."""
+    value = _serialized_uint(cur)
+    return (value >> 1) ^ -(value & 1)
+
+
+_TAGGED_UUID, _TAGGED_GNO, _TAGGED_TAG = 1, 2, 3
+
+
+def parse_tagged_gtid(body: bytes, where: str) -> tuple[str, str, int]:
+    """MySQL 8.3+ GTID_TAGGED (42): one message of the serialization library
+    (``Gtid_event::define_fields``, libs/mysql/binlog/event/control_events.h): the format
+    version, the message's size (all of it), the last non-ignorable field id, then
+    (field id, value) pairs in increasing id order, optional ones left out. Field 0 is
+    the flags, 1 the UUID as 16 unsigned varints (one per byte), 2 the number (signed),
+    3 the tag (length and ASCII); later fields are not needed here."""
+    cur = Cursor(body)
+    version = _serialized_uint(cur)
+    size = _serialized_uint(cur)
+    _serialized_uint(cur)  # last non-ignorable field id
+    if version != 1 or size > len(body):
+        raise MalformedEventError(f"{where}: tagged GTID of format {version}, {size} bytes")
+    end = size
+    fields: dict[int, object] = {}
+    for field_id in range(4):
+        if cur.pos >= end:
+            break
+        mark = cur.pos
+        if _serialized_uint(cur) != field_id:
+            cur.pos = mark  # an optional field left out
+            continue
+        if field_id == _TAGGED_UUID:
+            raw = [_serialized_uint(cur) for _ in range(16)]
+            if max(raw) > 255:
+                raise MalformedEventError(f"{where}: a UUID byte of {max(raw)}")
+            fields[field_id] = _uuid_text(bytes(raw))
+        elif field_id == _TAGGED_GNO:
+            fields[field_id] = _serialized_int(cur)
+        elif field_id == _TAGGED_TAG:
+            length = _serialized_uint(cur)
+            if length > 32:
+                raise MalformedEventError(f"{where}: a GTID tag of {length} characters")
+            fields[field_id] = cur.take(length).decode("ascii").lower()
+        else:
+            _serialized_uint(cur)  # the flags
+    if cur.pos > end or not {_TAGGED_UUID, _TAGGED_GNO, _TAGGED_TAG} <= set(fields):
+        raise MalformedEventError(f"{where}: tagged GTID without its UUID, number or tag")
+    gno = fields[_TAGGED_GNO]
+    if not 1 <= gno < 1 << 63:  # type: ignore[operator]
+        raise MalformedEventError(f"{where}: GTID number {gno} is out of range")
+    return fields[_TAGGED_UUID], fields[_TAGGED_TAG], gno  # type: ignore[return-value]

@@ -286,6 +286,52 @@ def previous_gtids_body(sources: dict[tuple[str, str], list[tuple[int, int]]]) -
     return out
 
 
+def serialized_uint(value: int) -> bytes:
+    """MySQL's serialization varint (libs/mysql/serialization/variable_length_integers.h):
+    N bytes, N-1 trailing one-bits in the first, the value shifted left by N."""
+    if value >= 1 << 56:
+        return b"\xff" + value.to_bytes(8, "little")
+    length = 1
+    while value >= 1 << (7 * length):
+        length += 1
+    return ((value << length) | ((1 << (length - 1)) - 1)).to_bytes(length, "little")
+
+
+def serialized_int(value: int) -> bytes:
+    return serialized_uint(value << 1 if value >= 0 else ((-(value + 1)) << 1) | 1)
+
+
+def mysql_tagged_gtid_body(uuid: str, gno: int, tag: str, commit_ts: int = 1_770_000_000) -> bytes:
+    """GTID_TAGGED (42): version 1, size, last non-ignorable id 0, then fields 0-6, 8, 9."""
+    fields = (
+        b"\x00"
+        + serialized_uint(0)
+        + serialized_uint(1)
+        + b"".join(serialized_uint(b) for b in bytes.fromhex(uuid.replace("-", "")))
+        + serialized_uint(2)
+        + serialized_int(gno)
+        + serialized_uint(3)
+        + serialized_uint(len(tag))
+        + tag.encode()
+        + serialized_uint(4)
+        + serialized_int(0)
+        + serialized_uint(5)
+        + serialized_int(1)
+        + serialized_uint(6)
+        + serialized_uint(commit_ts)
+        + serialized_uint(8)
+        + serialized_uint(300)
+        + serialized_uint(9)
+        + serialized_uint(90600)
+    )
+    head = serialized_uint(1)
+    for size_guess in range(len(fields) + 3, len(fields) + 12):
+        body = head + serialized_uint(size_guess) + serialized_uint(0) + fields
+        if len(body) == size_guess:
+            return body
+    raise AssertionError("no consistent size")
+
+
 def mariadb_gtid_body(seq_no: int, domain_id: int = 0, flags: int = 0) -> bytes:
     """GTID (162): seq_no, domain, flags2, then six zero bytes (no commit id, no XA)."""
     return struct.pack("<QIB", seq_no, domain_id, flags) + b"\x00" * 6
