@@ -227,6 +227,10 @@ def run_preflight(conn, connect, options: SourceOptions) -> list[TableSchema]:
     check_server_settings(conn)
     check_binlog_access(conn, connect, options)
     tables = check_tables(conn, options)
+    from cdc_source.visibility import describe, read_traits
+
+    traits = read_traits(conn, options.snapshot_visibility)  # refuses MySQL without GTIDs
+    log.info("preflight: snapshot visibility: %s", describe(traits.visibility))
     for note in check_binlog_contents(conn, tables):
         log.info("preflight: %s", note)
     return tables

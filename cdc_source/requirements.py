@@ -14,7 +14,12 @@ import pymysql
 
 from cdc_source.binlog.transport import BinlogServerError, probe_dump
 from cdc_source.catalog import TableSchema, discover_tables
-from cdc_source.mysql_client import SourceConnectionError, read_head, variables
+from cdc_source.mysql_client import (
+    HeadPrivilegeError,
+    SourceConnectionError,
+    read_head,
+    variables,
+)
 from cdc_source.options import SourceOptions, is_loopback
 from cdc_source.preflight import (
     REQUIRED_SETTINGS,
@@ -110,6 +115,24 @@ def check_gtids(conn) -> Iterator[Finding]:
         )
 
 
+def check_visibility(conn, options: SourceOptions) -> Finding:
+    """How snapshot tasks will prove they see every transaction up to their position."""
+    from cdc_source.visibility import VisibilityError, describe, read_traits
+
+    try:
+        traits = read_traits(conn, options.snapshot_visibility)
+    except VisibilityError as err:
+        return Finding(
+            "snapshot visibility",
+            FAIL,
+            str(err),
+            "set gtid_mode=ON and enforce_gtid_consistency=ON, or accept the risk with "
+            "scan.snapshot.visibility=head-unsafe",
+        )
+    status = WARN if traits.visibility == "head-unsafe" else OK
+    return Finding("snapshot visibility", status, describe(traits.visibility))
+
+
 def _number(value: str | None) -> float:
     """A numeric variable as :func:`variables` reports it (it shows 0 and 1 as OFF/ON)."""
     text = (value or "0").upper()
@@ -196,6 +219,14 @@ def check_privileges(
     user = options.username
     try:
         file, pos, _, _ = read_head(conn)
+    except HeadPrivilegeError as err:
+        yield Finding(
+            "privilege: binlog status",
+            FAIL,
+            str(err),
+            f"GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%' (BINLOG MONITOR on MariaDB)",
+        )
+        return
     except SourceConnectionError as err:  # no binlog at all: nothing to probe
         yield Finding("privilege: binlog status", FAIL, str(err), "turn the binlog on (log_bin)")
         return
@@ -319,6 +350,7 @@ def run_checks(conn, connect: Callable[[], object], options: SourceOptions) -> l
     tables, table_findings = check_tables(conn, options)
     findings += check_contents(conn, tables)
     findings += check_gtids(conn)
+    findings.append(check_visibility(conn, options))
     findings += check_retention(conn)
     findings += check_privileges(conn, connect, options, tables)
     findings += table_findings

@@ -22,6 +22,10 @@ first before-image after P, the others are the same at P and at the snapshot's p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from cdc_source.mysql_client import server_flavor, variables
+
 SNAPSHOT_STATUS, GTID_WAIT, HEAD_UNSAFE = "snapshot-status", "gtid-wait", "head-unsafe"
 
 
@@ -66,3 +70,25 @@ def describe(visibility: str) -> str:
         GTID_WAIT: "waits for the GTID set of each batch's position, exact",
         HEAD_UNSAFE: "the head after the snapshot, without proof (accepted risk)",
     }[visibility]
+
+
+@dataclass(frozen=True)
+class ServerTraits:
+    flavor: str  # mysql or mariadb
+    gtids: bool  # the binlog has GTIDs (MariaDB always; MySQL with gtid_mode=ON)
+    visibility: str  # cdc_source.visibility, resolved
+
+
+def read_traits(conn, requested_visibility: str) -> ServerTraits:
+    """The server's flavor, whether its binlog has GTIDs, and the resolved visibility
+    proof (raises :class:`VisibilityError` where there is none and no risk was accepted)."""
+    flavor = server_flavor(conn)
+    if flavor == "mariadb":
+        gtids = True
+    else:
+        gtids = variables(conn, ["gtid_mode"]).get("gtid_mode", "OFF").upper() == "ON"
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'binlog_snapshot_file'")
+        has_snapshot_status = bool(cur.fetchall())
+    visibility = resolve_visibility(requested_visibility, flavor, gtids, has_snapshot_status)
+    return ServerTraits(flavor, gtids, visibility)

@@ -7,18 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cdc_source.catalog import TableSchema
 from cdc_source.gtid import parse_state
-from cdc_source.mysql_client import (
-    SameServer,
-    ServerChangedError,
-    connect,
-    read_head,
-    server_flavor,
-    variables,
-)
+from cdc_source.mysql_client import SameServer, ServerChangedError, connect, read_head, variables
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -29,7 +22,7 @@ from cdc_source.offsets import (
 from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from cdc_source.retry import Reconnecting
-from cdc_source.visibility import describe, resolve_visibility
+from cdc_source.visibility import ServerTraits, describe, read_traits
 from coordinator.gtid_tracker import GtidTracker
 from coordinator.planner import BatchBudget, Planner
 from coordinator.splitter import ServerBoundarySource
@@ -320,13 +313,6 @@ class QueryDriver:
         self.session.close()
 
 
-@dataclass(frozen=True)
-class ServerTraits:
-    flavor: str  # mysql or mariadb
-    gtids: bool  # the binlog has GTIDs (MariaDB always; MySQL with gtid_mode=ON)
-    visibility: str  # cdc_source.visibility, resolved
-
-
 def check_gtid_history(conn, position: BinlogPosition, traits: ServerTraits) -> None:
     """The server's GTID state contains the one at ``position``: else its binlog was reset
     (``RESET BINARY LOGS AND GTIDS``, ``RESET MASTER``) or it is another server, and the
@@ -341,19 +327,6 @@ def check_gtid_history(conn, position: BinlogPosition, traits: ServerTraits) -> 
             "or this is another server, so the checkpoint's positions name other events. "
             "Start a new query with a new checkpoint location"
         )
-
-
-def read_traits(conn, requested_visibility: str) -> ServerTraits:
-    flavor = server_flavor(conn)
-    if flavor == "mariadb":
-        gtids = True
-    else:
-        gtids = variables(conn, ["gtid_mode"]).get("gtid_mode", "OFF").upper() == "ON"
-    with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL STATUS LIKE 'binlog_snapshot_file'")
-        has_snapshot_status = bool(cur.fetchall())
-    visibility = resolve_visibility(requested_visibility, flavor, gtids, has_snapshot_status)
-    return ServerTraits(flavor, gtids, visibility)
 
 
 def _spread(chunks: tuple[ChunkSpec, ...], groups: int) -> list[tuple[ChunkSpec, ...]]:

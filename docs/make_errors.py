@@ -47,6 +47,36 @@ CLASSES: dict[str, tuple[str, str]] = {
         "(a fail-over, a DNS change)",
         "positions do not carry over between servers: start a new query with a new checkpoint",
     ),
+    "HeadPrivilegeError": (
+        "the account may not read the binlog head (SHOW BINARY LOG STATUS / SHOW MASTER "
+        "STATUS)",
+        "GRANT REPLICATION CLIENT (MySQL) or BINLOG MONITOR (MariaDB 10.5+) to the account",
+    ),
+    "VisibilityError": (
+        "the server offers no proof that a snapshot sees every transaction at or before "
+        "its binlog position (MySQL with gtid_mode=OFF), or the requested "
+        "scan.snapshot.visibility does not exist on this server",
+        "set gtid_mode=ON and enforce_gtid_consistency=ON, or accept the documented risk "
+        "with scan.snapshot.visibility=head-unsafe",
+    ),
+    "SnapshotVisibilityError": (
+        "a snapshot task waited scan.snapshot.gtid-wait.timeout seconds for the "
+        "transactions at or before its position to commit, or the server stopped reporting "
+        "its snapshot position",
+        "find the held commit (semi-sync waiting for a replica, binlog_group_commit_sync_"
+        "delay); Spark retries the task; raise the timeout if commits are slow by design",
+    ),
+    "GtidError": (
+        "a GTID set or position (an option, a server variable or a checkpoint's offset) "
+        "cannot be read",
+        "check the GTID text in the message; a damaged offset needs a new checkpoint",
+    ),
+    "GtidTrackingError": (
+        "the binlog's GTID events do not reach a planned position (the server lost events "
+        "it had reported, or the position is not an event boundary)",
+        "use sync_binlog=1; start a new query with a new checkpoint after a crash that lost "
+        "binlog events",
+    ),
     "PreflightError": (
         "the server, the account or the tables are not ready for CDC (checked when a query "
         "starts and by `cdc-mysql check`)",

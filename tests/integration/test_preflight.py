@@ -145,7 +145,7 @@ def test_purged_binlog_stops_the_restart_with_a_clear_error(server, spark, plain
     options = server.source_options(plain_table, rf"{plain_table}\.items")
     run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
     run.run_to_end()
-    server.execute("INSERT INTO items VALUES (3, 'c')", database=plain_table)
+    server.execute("REPLACE INTO items VALUES (3, 'c')", database=plain_table)
     checkpointed_file = source_offsets(run.checkpoint)[max(source_offsets(run.checkpoint))]
     checkpointed_file = checkpointed_file["binlog"]["file"]
     _purge_through(server, checkpointed_file)

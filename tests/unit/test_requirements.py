@@ -103,3 +103,102 @@ def test_mysql_expire_days_count_when_seconds_are_unset():
     conn = RecordedServer(_variables(binlog_expire_logs_seconds=0, expire_logs_days=7))
     (finding,) = check_retention(conn)
     assert finding.status == "OK" and "7 days" in finding.detail
+
+
+# -- the snapshot visibility proof (issue 8) -----------------------------------------------
+
+
+def _traits_server(version: str, gtid_mode: str | None, snapshot_status: bool):
+    answers = {
+        "SELECT VERSION()": [(version,)],
+        "SHOW GLOBAL STATUS LIKE 'binlog_snapshot_file'": (
+            [("Binlog_snapshot_file", "binlog.000001")] if snapshot_status else []
+        ),
+    }
+    if gtid_mode is not None:
+        answers["SELECT @@global.gtid_mode"] = [(gtid_mode,)]
+    return RecordedServer(answers)
+
+
+@pytest.mark.parametrize(
+    ("version", "gtid_mode", "snapshot_status", "requested", "status", "says"),
+    [
+        ("8.4.3", "ON", False, "auto", "OK", "GTID set"),
+        ("8.0.36", "OFF", False, "auto", "FAIL", "head-unsafe"),
+        ("8.0.36", "OFF", False, "head-unsafe", "WARN", "without proof"),
+        ("8.0.36-28", "OFF", True, "auto", "OK", "binlog_snapshot"),  # Percona
+        ("10.11.6-MariaDB", None, True, "auto", "OK", "binlog_snapshot"),
+        ("10.11.6-MariaDB", None, True, "gtid-wait", "OK", "GTID set"),
+        ("8.0.36", "OFF", False, "gtid-wait", "FAIL", "gtid_mode=ON"),
+    ],
+)
+def test_the_check_says_how_snapshots_see_everything_up_to_their_position(
+    version, gtid_mode, snapshot_status, requested, status, says
+):
+    from cdc_source.options import parse_options
+    from cdc_source.requirements import check_visibility
+
+    options = parse_options(
+        {
+            "hostname": "db",
+            "username": "cdc",
+            "database-name": "shop",
+            "table-name": "shop.orders",
+            "scan.snapshot.visibility": requested,
+        }
+    )
+    finding = check_visibility(_traits_server(version, gtid_mode, snapshot_status), options)
+    assert finding.status == status
+    assert says in finding.detail
+
+
+class _HeadServer(RecordedServer):
+    def __init__(self, version: str, refuse: dict[str, int]) -> None:
+        row = [("binlog.000007", 1234, "", "", "uuid:1-5")]
+        super().__init__({"SHOW BINARY LOG STATUS": row, "SHOW MASTER STATUS": row})
+        self.version, self.refuse, self.ran = version, refuse, []
+
+    def get_server_info(self) -> str:
+        return self.version
+
+    def execute(self, query: str, params=None) -> None:
+        self.ran.append(query)
+        if query in self.refuse:
+            code = self.refuse[query]
+            raise pymysql.err.ProgrammingError(code, f"refused {query}")
+        super().execute(query, params)
+
+
+@pytest.mark.parametrize(
+    ("version", "first"),
+    [
+        ("8.4.3", "SHOW BINARY LOG STATUS"),
+        ("8.0.36", "SHOW MASTER STATUS"),
+        ("10.11.6-MariaDB", "SHOW MASTER STATUS"),
+    ],
+)
+def test_the_head_statement_is_chosen_once_from_the_version(version, first):
+    from cdc_source.mysql_client import read_head
+
+    conn = _HeadServer(version, {})
+    assert read_head(conn)[:2] == ("binlog.000007", 1234)
+    read_head(conn)
+    assert conn.ran == [first, first]
+
+
+def test_only_a_syntax_error_falls_back_to_the_other_head_statement():
+    from cdc_source.mysql_client import read_head
+
+    conn = _HeadServer("8.4.0-misleading", {"SHOW BINARY LOG STATUS": 1064})
+    assert read_head(conn)[:2] == ("binlog.000007", 1234)
+    assert conn.ran == ["SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"]
+
+
+@pytest.mark.parametrize("code", [1227, 1142])
+def test_a_refused_head_read_names_the_privilege(code):
+    from cdc_source.mysql_client import HeadPrivilegeError, read_head
+
+    conn = _HeadServer("8.4.3", {"SHOW BINARY LOG STATUS": code})
+    with pytest.raises(HeadPrivilegeError, match="REPLICATION CLIENT"):
+        read_head(conn)
+    assert conn.ran == ["SHOW BINARY LOG STATUS"]
