@@ -201,14 +201,22 @@ class SameServer:
     another server raises :class:`ServerChangedError` (a fail-over while positions of the
     first server are in use)."""
 
-    def __init__(self, what: str, expected: str | None = None) -> None:
+    def __init__(self, what: str, expected: str | None = None, on_change=None) -> None:
         self.what = what
         self.identity = expected or None
+        self.on_change = on_change  # (before, after) -> None: follow the change, or raise
 
     def check(self, conn) -> None:
         identity = server_identity(conn)
         if self.identity is None:
             self.identity = identity
+        elif identity != self.identity and self.on_change is not None:
+            before, self.identity = self.identity, identity
+            try:
+                self.on_change(before, identity)
+            except BaseException:
+                self.identity = before
+                raise
         elif identity != self.identity:
             raise ServerChangedError(
                 f"{self.what}: the connection reached another server ({identity}; the "

@@ -72,6 +72,7 @@ class BinlogPosition:
     gtids: str = ""
     ts: int = 0
     xa: tuple[str, int] | None = None  # where the oldest XA prepared, unresolved here, begins
+    epoch: int = 0  # server changes (fail-overs) before this position: cdc_source.sequence
 
     @property
     def file_number(self) -> int:
@@ -91,6 +92,8 @@ class BinlogPosition:
         }
         if self.xa is not None:  # only when an XA transaction is open: offsets stay small
             obj["xa"] = [self.xa[0], self.xa[1]]
+        if self.epoch:  # only after a fail-over
+            obj["epoch"] = self.epoch
         return obj
 
     @staticmethod
@@ -102,6 +105,7 @@ class BinlogPosition:
             gtids=str(obj.get("gtids", "")),
             ts=int(obj.get("ts", 0)),
             xa=None if xa is None else (str(xa[0]), int(xa[1])),
+            epoch=int(obj.get("epoch", 0)),
         )
 
     def __str__(self) -> str:
@@ -187,6 +191,6 @@ def owns_any_of(cursor: SnapshotCursor | None, table: str) -> bool:
 
 def same_progress(a: SourceOffset, b: SourceOffset) -> bool:
     """True when two offsets cover the same data (the observation time ``ts`` aside)."""
-    pos_a = None if a.binlog is None else (a.binlog.file, a.binlog.pos)
-    pos_b = None if b.binlog is None else (b.binlog.file, b.binlog.pos)
+    pos_a = None if a.binlog is None else (a.binlog.epoch, a.binlog.file, a.binlog.pos)
+    pos_b = None if b.binlog is None else (b.binlog.epoch, b.binlog.file, b.binlog.pos)
     return pos_a == pos_b and a.snapshot == b.snapshot

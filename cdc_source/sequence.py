@@ -8,6 +8,12 @@ planned position P and sorts right after every event ending at or before P and b
 every later one; among themselves snapshot rows sort by table and key (the
 order-preserving key bytes), which makes ``_seq`` a pure function of the row, whatever
 chunks a re-run picks.
+
+After a fail-over the positions are another server's, whose file numbers may be lower:
+each server change starts a new *epoch* (``BinlogPosition.epoch``), and a ``_seq`` of
+epoch n >= 1 starts with ``E`` and n (``E0001.``), which sorts after every ``_seq`` of an
+earlier epoch (digits sort before ``E``), so the order of all changes holds across
+servers and a ``_seq`` written before fail-overs existed keeps its meaning.
 """
 
 from __future__ import annotations
@@ -19,9 +25,19 @@ BINLOG_KIND = "0"
 SNAPSHOT_KIND = "1"
 
 
-def binlog_seq(file_number: int, end_pos: int, row_index: int, part: int = 0, sub: int = 0) -> str:
+def epoch_prefix(epoch: int) -> str:
+    """What a ``_seq`` of ``epoch`` starts with ('' for the first server)."""
+    if not 0 <= epoch <= 9999:
+        raise ValueError(f"epoch {epoch} is out of range")
+    return f"E{epoch:04d}." if epoch else ""
+
+
+def binlog_seq(
+    file_number: int, end_pos: int, row_index: int, part: int = 0, sub: int = 0, epoch: int = 0
+) -> str:
     """``part`` orders the two halves of a primary-key update: 0 the delete, 1 the insert."""
-    return f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}.{sub:08d}.{row_index:08d}.{part}"
+    position = f"{file_number:06d}.{end_pos:012d}.{BINLOG_KIND}"
+    return f"{epoch_prefix(epoch)}{position}.{sub:08d}.{row_index:08d}.{part}"
 
 
 def _padded(values: pa.Array, width: int) -> pa.Array:
@@ -29,10 +45,15 @@ def _padded(values: pa.Array, width: int) -> pa.Array:
 
 
 def binlog_seq_array(
-    file_number: pa.Array, end_pos: pa.Array, sub: pa.Array, row_index: pa.Array, part: pa.Array
+    file_number: pa.Array,
+    end_pos: pa.Array,
+    sub: pa.Array,
+    row_index: pa.Array,
+    part: pa.Array,
+    epoch: int = 0,
 ) -> pa.Array:
     """:func:`binlog_seq` over columns."""
-    return pc.binary_join_element_wise(
+    joined = pc.binary_join_element_wise(
         _padded(file_number, 6),
         _padded(end_pos, 12),
         pa.scalar(BINLOG_KIND),
@@ -41,13 +62,18 @@ def binlog_seq_array(
         pc.cast(part, pa.string()),
         ".",
     )
+    if not epoch:
+        return joined
+    return pc.binary_join_element_wise(pa.scalar(epoch_prefix(epoch)), joined, "")
 
 
-def snapshot_seq_prefix(file_number: int, pos: int, table_index: int) -> str:
+def snapshot_seq_prefix(file_number: int, pos: int, table_index: int, epoch: int = 0) -> str:
     """The part of a snapshot row's ``_seq`` shared by a whole chunk; the row's own part
     is its order-preserving key bytes in hex (see :func:`snapshot_seq`)."""
-    return f"{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}."
+    return f"{epoch_prefix(epoch)}{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}."
 
 
-def snapshot_seq(file_number: int, pos: int, table_index: int, key_bytes: bytes) -> str:
-    return snapshot_seq_prefix(file_number, pos, table_index) + key_bytes.hex()
+def snapshot_seq(
+    file_number: int, pos: int, table_index: int, key_bytes: bytes, epoch: int = 0
+) -> str:
+    return snapshot_seq_prefix(file_number, pos, table_index, epoch) + key_bytes.hex()

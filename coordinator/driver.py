@@ -9,8 +9,10 @@ import logging
 import os
 from dataclasses import replace
 
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
-from cdc_source.gtid import parse_state
+from cdc_source.failover import binlog_files, relocate
+from cdc_source.gtid import expand, parse_state
 from cdc_source.mysql_client import SameServer, ServerChangedError, connect, read_head, variables
 from cdc_source.offsets import (
     BinlogPosition,
@@ -49,7 +51,7 @@ class QueryDriver:
         policy = options.retry_policy()
         # Every connection of the driver must reach the server the offsets' positions
         # belong to; the tasks carry its identity so that executors check it too.
-        self.server = SameServer("the driver's connection")
+        self.server = SameServer("the driver's connection", on_change=self._server_changed)
         open_session = lambda: self.server.checked(connect(options.connection_kwargs()))  # noqa: E731
         # One connection for head reads and checks, re-opened after a fault (a restarted
         # server or a cut connection leaves a dead one that PyMySQL cannot tell from a live
@@ -66,6 +68,9 @@ class QueryDriver:
         self._server: ServerTraits | None = None
         self._gtids: GtidTracker | None = None
         self._server_checked = False
+        self._relocated: dict[BinlogPosition, BinlogPosition] = {}
+        self._refreeze = False
+        self._dump = DumpSource(open_session, options.server_ids.last, policy=policy)
 
     def traits(self) -> ServerTraits:
         """What the server is and offers, read once per query run: its flavor, whether it
@@ -145,23 +150,68 @@ class QueryDriver:
                 "the options and tables the checkpoint was started with"
             )
 
-    def _check_server(self, offset: SourceOffset) -> None:
-        """The checkpoint's positions are of the server reached now: the same server
-        (identity), with a binlog that still holds their history (GTID state), checked
-        once per query run."""
-        if self._server_checked:
-            return
-        identity = self.server_identity()
-        if offset.server and offset.server != identity:
+    def _server_changed(self, before: str, after: str) -> None:
+        """A connection of the driver reached another server than before (a fail-over):
+        followed where positions can be found there by their GTID state, else an error."""
+        if self._server is not None and not self._server.gtids:
             raise ServerChangedError(
-                f"the checkpoint's binlog positions are of another server ({offset.server}) "
-                f"than the one reached now ({identity}): a fail-over, or another server behind "
-                "the same host name. Binlog positions of one server do not hold on another; "
-                "start a new query with a new checkpoint location"
+                f"the driver's connection reached another server ({after}; the query's binlog "
+                f"positions are those of {before}), and without GTIDs (gtid_mode=OFF) they "
+                "cannot be found there. Start a new query with a new checkpoint location"
             )
-        if offset.binlog is not None and offset.binlog.gtids and self.traits().gtids:
-            self.session.run(lambda conn: check_gtid_history(conn, offset.binlog, self.traits()))
-        self._server_checked = True
+        log.warning(
+            "fail-over: the driver now reaches %s (was %s); the next batch starts at the "
+            "checkpoint's position found there by its GTID state",
+            after,
+            before,
+        )
+        self._server_checked = False
+        self._available = None
+        self._server = None
+        self._gtids = None
+        if self.target is not None:  # availableNow: the head to reach is the new server's
+            self._refreeze = True
+
+    def _on_this_server(self, offset: SourceOffset) -> SourceOffset:
+        """``offset`` with its position in the binlog of the server reached now: itself on
+        the same server; found by its GTID state on another one (:mod:`cdc_source.failover`),
+        one epoch later. Checked against the server's GTIDs once per query run."""
+        identity = self.server_identity()
+        position = offset.binlog
+        if offset.server and offset.server != identity and position is not None:
+            if not (self.traits().gtids and position.gtids):
+                raise ServerChangedError(
+                    f"the checkpoint's binlog positions are of another server "
+                    f"({offset.server}) than the one reached now ({identity}), and carry no "
+                    "GTID state to find them there (gtid_mode=OFF). Start a new query with a "
+                    "new checkpoint location"
+                )
+            moved = self._relocated.get(position)
+            if moved is None:
+                traits = self.traits()
+                moved = self.session.run(
+                    lambda conn: relocate(
+                        position, self._dump.open, binlog_files(conn), traits.flavor
+                    )
+                )
+                self._relocated[position] = moved
+                log.warning(
+                    "fail-over: the checkpoint's position %s on %s is %s on %s (GTIDs %s), "
+                    "epoch %d",
+                    position,
+                    offset.server,
+                    moved,
+                    identity,
+                    expand(position.gtids),
+                    moved.epoch,
+                )
+            return replace(offset, binlog=moved, server=identity)
+        if not self._server_checked:
+            if position is not None and position.gtids and self.traits().gtids:
+                traits = self.traits()
+                self.session.run(lambda conn: check_gtid_history(conn, position, traits))
+            self._server_checked = True
+        return offset
 
     def latest(
         self, start: SourceOffset, max_rows: int | None = None, max_bytes: int | None = None
@@ -169,9 +219,12 @@ class QueryDriver:
         """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
         ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
         self._check_tables(start)
-        self._check_server(start)
+        start = self._on_this_server(start)
         self._ensure_available(start.binlog)
+        if self._refreeze:
+            self.target, self._refreeze = self.head(), False
         head = self.target or self.head()
+        head = replace(head, epoch=start.binlog.epoch if start.binlog is not None else 0)
         server = self.server_identity()
         if start.snapshot is not None:
             head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
@@ -201,7 +254,7 @@ class QueryDriver:
         if same_progress(start, end):
             return []
         self._check_tables(start)
-        self._check_server(start)
+        start, end = self._on_this_server(start), self._on_this_server(end)
         self._ensure_available(start.binlog)
         ids = self.options.server_ids
         server = self.server_identity()

@@ -22,20 +22,12 @@ could miss a transaction at or before its position (issue 8's visibility race).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from cdc_source.binlog import constants as c
-from cdc_source.binlog.events import (
-    Event,
-    parse_mariadb_gtid,
-    parse_mariadb_gtid_list,
-    parse_mysql_gtid,
-    parse_previous_gtids,
-)
+from cdc_source.binlog.gtid_scan import apply_gtid_events
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
 from cdc_source.offsets import BinlogPosition
-from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy
 
 log = logging.getLogger("cdc_mysql")
@@ -103,43 +95,6 @@ class GtidTracker:
                 f"the binlog ended at {reached} before the planned position {end} while "
                 "reading its GTIDs; the server lost binlog events it had reported"
             )
-
-
-def apply_gtid_events(
-    state: GtidState, events: Iterable[Event], until: tuple[int, int]
-) -> tuple[int, int]:
-    """Add to ``state`` the GTIDs of ``events`` that end at or before ``until`` (file
-    number, end position); returns the position reached: ``until`` itself, the end of
-    the stream before it, or the end of the event that crosses it. A file's starting state event
-    (PREVIOUS_GTIDS, GTID_LIST) is added too: it is the state before the file, so adding
-    it to a state read from an earlier file changes nothing."""
-    reached = (0, 0)
-    for event in events:
-        where = (_file_number(event.file), event.end_pos)
-        if where > until:
-            return reached if reached == until else where
-        reached = where
-        add_event(state, event)
-        if where == until:
-            return until
-    return reached
-
-
-def add_event(state: GtidState, event: Event) -> None:
-    t = event.type
-    if isinstance(state, MariaGtidPos):
-        if t == c.MARIADB_GTID:
-            gtid = parse_mariadb_gtid(event.body)
-            state.add(gtid.domain_id, event.server_id, gtid.seq_no)
-        elif t == c.MARIADB_GTID_LIST:
-            for domain, server, seq in parse_mariadb_gtid_list(event.body):
-                state.add(domain, server, seq)
-        return
-    if t in (c.GTID, c.GTID_TAGGED):
-        uuid, tag, gno = parse_mysql_gtid(event)
-        state.add(uuid, gno, tag)
-    elif t == c.PREVIOUS_GTIDS:
-        state.update(parse_previous_gtids(event.body))
 
 
 def _shape(state: GtidState) -> str:

@@ -44,8 +44,10 @@ CLASSES: dict[str, tuple[str, str]] = {
     ),
     "ServerChangedError": (
         "a connection reached a server other than the one the query's positions belong to "
-        "(a fail-over, a DNS change)",
-        "positions do not carry over between servers: start a new query with a new checkpoint",
+        "(a fail-over, a DNS change), and the positions cannot follow: no GTIDs, or a batch "
+        "with several binlog tasks was running when it happened",
+        "with GTIDs, restart the query (it resumes on the new server from its checkpoint); "
+        "without them, start a new query with a new checkpoint",
     ),
     "HeadPrivilegeError": (
         "the account may not read the binlog head (SHOW BINARY LOG STATUS / SHOW MASTER "
@@ -70,6 +72,14 @@ CLASSES: dict[str, tuple[str, str]] = {
         "a GTID set or position (an option, a server variable or a checkpoint's offset) "
         "cannot be read",
         "check the GTID text in the message; a damaged offset needs a new checkpoint",
+    ),
+    "GtidLocateError": (
+        "after a fail-over, the checkpoint's position cannot be found on the new server by "
+        "its GTID state: no GTIDs, an unresolved XA transaction at it, a purged binlog, or "
+        "the new server lacks transactions the query read (asynchronous replication lost "
+        "them) or holds them in another order",
+        "as the message says; where the new server lacks transactions, the data of the "
+        "sink and of the server differ: start a new query with a new checkpoint",
     ),
     "GtidTrackingError": (
         "the binlog's GTID events do not reach a planned position (the server lost events "

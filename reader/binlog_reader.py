@@ -121,6 +121,7 @@ class BinlogReader:
             pa.array(block.sub[rows]),
             pa.array(block.row_index[rows]),
             pa.array(parts),
+            self.task.start.epoch,
         )
         ts_ms = pa.array(block.timestamp[rows] * 1000, pa.int64())
         if writer.envelope:

@@ -291,7 +291,9 @@ class ChunkReader:
         on the key bytes, and the touched keys' states at P (binlog images, few) follow."""
         schema: TableSchema = chunk.table
         target = self.task.target
-        prefix = snapshot_seq_prefix(target.file_number, target.pos, chunk.table_index)
+        prefix = snapshot_seq_prefix(
+            target.file_number, target.pos, chunk.table_index, target.epoch
+        )
         sort_keys = sort_key_reader(schema)
         width = len(schema.columns)
         touched = touched_keys(overrides)

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
-from cdc_source.mysql_client import connect
+from cdc_source.failover import binlog_files, relocate
+from cdc_source.mysql_client import ServerChangedError, connect, server_flavor, server_identity
 from cdc_source.partitions import BinlogTask, ChunkTask
 from cdc_source.retry import RetryPolicy
 from reader.arrow_output import ArrowWriter
 from reader.binlog_reader import BinlogReader
 from reader.chunk_reader import ChunkReader
+
+log = logging.getLogger("cdc_mysql")
 
 
 def run_task(
@@ -22,7 +28,63 @@ def run_task(
     policy: RetryPolicy | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The task's batches; transient faults are retried within ``policy`` (a task that
-    still fails is retried whole by Spark, up to ``spark.task.maxFailures``)."""
+    still fails is retried whole by Spark, up to ``spark.task.maxFailures``).
+
+    A task planned against a server that is no longer the one reached (a fail-over
+    while its batch ran) is relocated there by its positions' GTID states before it
+    emits anything (:func:`relocated`); a task that had emitted rows fails, and Spark's
+    next attempt relocates it from the start."""
+    emitted = False
+    try:
+        for batch in _batches(task, connection_kwargs, tables, policy):
+            emitted = True
+            yield batch
+        return
+    except ServerChangedError:
+        if emitted:
+            raise
+    moved = relocated(task, connection_kwargs, policy)
+    yield from _batches(moved, connection_kwargs, tables, policy)
+
+
+def relocated(
+    task: BinlogTask | ChunkTask, connection_kwargs: dict, policy: RetryPolicy | None
+) -> BinlogTask | ChunkTask:
+    """``task`` with its positions found on the server reached now, one epoch later
+    (:mod:`cdc_source.failover`). A binlog task that is one of several of its batch
+    cannot be: the others may have read the old server, and the rows of one batch must
+    all be of one epoch for ``_seq`` to order them."""
+    if isinstance(task, BinlogTask) and task.stride > 1:
+        raise ServerChangedError(
+            f"the binlog task {task.slot + 1} of {task.stride} of a batch planned on "
+            f"{task.server} met another server (a fail-over during the batch); its sibling "
+            "tasks may have read the old one, so the batch cannot be finished here. Restart "
+            "the query: it resumes exactly on the new server from its checkpoint"
+        )
+    conn = connect(connection_kwargs)
+    try:
+        identity, flavor, files = server_identity(conn), server_flavor(conn), binlog_files(conn)
+    finally:
+        conn.close()
+    source = DumpSource(lambda: connect(connection_kwargs), task.server_id, policy=policy)
+    if isinstance(task, BinlogTask):
+        start = relocate(task.start, source.open, files, flavor)
+        end = relocate(task.end, source.open, files, flavor)
+        moved = replace(task, start=start, end=end, server=identity)
+        log.warning("fail-over: binlog task reads %s..%s on %s", start, end, identity)
+    else:
+        target = relocate(task.target, source.open, files, flavor)
+        moved = replace(task, target=target, server=identity, server_flavor=flavor)
+        log.warning("fail-over: snapshot task reads as of %s on %s", target, identity)
+    return moved
+
+
+def _batches(
+    task: BinlogTask | ChunkTask,
+    connection_kwargs: dict,
+    tables: tuple[TableSchema, ...],
+    policy: RetryPolicy | None,
+) -> Iterator[pa.RecordBatch]:
     writer = ArrowWriter(tables)
     if isinstance(task, BinlogTask):
         return BinlogReader(task, connection_kwargs, connect, policy).batches(writer)

@@ -43,14 +43,31 @@ def test_an_offset_names_its_server_and_carries_the_gtid_state(killable_server):
     assert SourceOffset.from_json_obj(end.to_json()) == end
 
 
-def test_a_checkpoint_of_another_server_is_refused(killable_server):
+def test_a_checkpoint_of_another_server_without_gtids_is_refused(killable_server):
     end = _streamed_offset(killable_server, "ident_b")
     driver = _driver(killable_server, "ident_b")
     try:
+        foreign = replace(end, server="server_id=4242", binlog=replace(end.binlog, gtids=""))
         with pytest.raises(ServerChangedError, match="another server"):
-            driver.latest(replace(end, server="server_id=4242"))
+            driver.latest(foreign)
     finally:
         driver.close()
+
+
+def test_a_checkpoint_of_another_server_is_followed_by_its_gtid_state(killable_server):
+    """Here the "other" server holds the very same binlog, so the position found by the
+    GTID state is the checkpoint's own, one epoch later."""
+    end = _streamed_offset(killable_server, "ident_d")
+    driver = _driver(killable_server, "ident_d")
+    try:
+        foreign = replace(end, server="server_id=4242")
+        following = driver.latest(foreign)
+        tasks = driver.tasks(foreign, following)
+    finally:
+        driver.close()
+    assert following.binlog.epoch == 1 and following.server == end.server
+    assert (following.binlog.file, following.binlog.pos) == (end.binlog.file, end.binlog.pos)
+    assert tasks == []  # nothing new: the same point of the binlog
 
 
 def test_a_checkpoint_after_the_binlog_was_reset_is_refused(killable_server):

@@ -1,0 +1,165 @@
+"""GTID states read from the binlog: the state at a position (the driver's
+:mod:`coordinator.gtid_tracker`), and the position of a state on another server
+(:func:`locate`, for following a fail-over).
+
+A position's state is the file's starting state (MySQL ``PREVIOUS_GTIDS``: every
+transaction of earlier files; MariaDB ``GTID_LIST``: the last GTID of each domain) plus
+the GTID events of the file up to it. Row images are never decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.events import (
+    Event,
+    parse_mariadb_gtid,
+    parse_mariadb_gtid_list,
+    parse_mysql_gtid,
+    parse_previous_gtids,
+)
+from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, parse_state
+from cdc_source.offsets import file_number as _file_number
+
+
+class GtidLocateError(RuntimeError):
+    """A GTID state has no exact binlog position on the server reached."""
+
+    transient = False
+
+
+def new_state(flavor: str) -> GtidState:
+    return MariaGtidPos() if flavor == "mariadb" else GtidSet()
+
+
+def apply_gtid_events(
+    state: GtidState, events: Iterable[Event], until: tuple[int, int]
+) -> tuple[int, int]:
+    """Add to ``state`` the GTIDs of ``events`` that end at or before ``until`` (file
+    number, end position); returns the position reached: ``until`` itself, the end of
+    the stream before it, or the end of the event that crosses it. A file's starting
+    state event is added too: it is the state before the file, so adding it to a state
+    read from an earlier file changes nothing."""
+    reached = (0, 0)
+    for event in events:
+        where = (_file_number(event.file), event.end_pos)
+        if where > until:
+            return reached if reached == until else where
+        reached = where
+        add_event(state, event)
+        if where == until:
+            return until
+    return reached
+
+
+def add_event(state: GtidState, event: Event) -> None:
+    gtid = event_gtid(state, event)
+    if gtid is not None:
+        _add(state, gtid)
+    elif event.type == c.MARIADB_GTID_LIST and isinstance(state, MariaGtidPos):
+        for domain, server, seq in parse_mariadb_gtid_list(event.body):
+            state.add(domain, server, seq)
+    elif event.type == c.PREVIOUS_GTIDS and isinstance(state, GtidSet):
+        state.update(parse_previous_gtids(event.body))
+
+
+def event_gtid(state: GtidState, event: Event) -> tuple | None:
+    """The GTID a transaction's first event names, in ``state``'s flavor, else None:
+    MariaDB (domain, server id, seq no); MySQL (uuid, tag, number)."""
+    if isinstance(state, MariaGtidPos):
+        if event.type != c.MARIADB_GTID:
+            return None
+        parsed = parse_mariadb_gtid(event.body)
+        return (parsed.domain_id, event.server_id, parsed.seq_no)
+    if event.type in (c.GTID, c.GTID_TAGGED):
+        return parse_mysql_gtid(event)
+    return None
+
+
+def _add(state: GtidState, gtid: tuple) -> None:
+    if isinstance(state, MariaGtidPos):
+        state.add(*gtid)
+    else:
+        uuid, tag, gno = gtid
+        state.add(uuid, gno, tag)
+
+
+def _has(state: GtidState, gtid: tuple) -> bool:
+    if isinstance(state, MariaGtidPos):
+        domain, _, seq = gtid
+        return domain in state.domains and state.domains[domain][1] >= seq
+    uuid, tag, gno = gtid
+    return any(a <= gno <= b for a, b in state.intervals.get((uuid, tag), []))
+
+
+def file_start_state(events: Iterable[Event], flavor: str) -> GtidState:
+    """The GTID state a binlog file starts with, from a dump of it read from position 4
+    (its first events), without reading on past the first transaction."""
+    state = new_state(flavor)
+    for event in events:
+        if event.type in (c.PREVIOUS_GTIDS, c.MARIADB_GTID_LIST):
+            add_event(state, event)
+            break
+        if event_gtid(state, event) is not None or event.type in c.ROW_EVENTS:
+            break
+    return state
+
+
+def locate(open_dump, files: list[str], stored: str, flavor: str) -> tuple[str, int]:
+    """Where, in the binlog of the server reached, the GTID state ``stored`` holds
+    exactly: after the last transaction it includes and before the first it does not.
+
+    ``open_dump(file, pos)`` gives ``(reader, events, close)``; ``files`` are the
+    server's binlog files, oldest first. The file to read is the newest whose starting
+    state is within ``stored``; it and the files after it are read for their GTID events
+    until the first transaction not in ``stored``. Every transaction before that one
+    must be in ``stored`` and the state there must equal it: a server whose binlog holds
+    the same transactions in another order, or lacks some, has no such position."""
+    target = parse_state(stored, flavor)
+    first = None
+    for index in range(len(files) - 1, -1, -1):
+        reader, events, close = open_dump(files[index], 4)
+        try:
+            start = file_start_state(events, flavor)
+        finally:
+            close()
+        if target.contains(start):
+            first = index
+            break
+    if first is None:
+        raise GtidLocateError(
+            f"none of this server's binlog files ({files[0]} to {files[-1]}) starts at or "
+            f"before the GTID state {target.text()}: the binlog it needs was purged"
+        )
+    state = new_state(flavor)
+    reader, events, close = open_dump(files[first], 4)
+    last_end: tuple[str, int] | None = None
+    try:
+        for event in events:
+            gtid = event_gtid(state, event)
+            if gtid is not None and not _has(target, gtid):
+                if state.text() != target.text():
+                    raise GtidLocateError(
+                        f"this server's binlog reaches the transaction {_text(gtid)} at "
+                        f"{event.file}:{event.start_pos} with the GTID state {state.text()}, "
+                        f"not {target.text()}: it holds other transactions or another order"
+                    )
+                return event.file, event.start_pos
+            add_event(state, event)
+            last_end = (event.file, event.end_pos)
+    finally:
+        close()
+    if last_end is not None and state.text() == target.text():
+        return last_end
+    raise GtidLocateError(
+        f"this server's binlog ends with the GTID state {state.text() or 'empty'}, which "
+        f"does not include {target.text()}: it lacks transactions the query has read"
+    )
+
+
+def _text(gtid: tuple) -> str:
+    if len(gtid) == 3 and isinstance(gtid[0], int):
+        return "-".join(str(part) for part in gtid)
+    uuid, tag, gno = gtid
+    return f"{uuid}:{tag + ':' if tag else ''}{gno}"

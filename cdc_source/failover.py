@@ -1,0 +1,53 @@
+"""Following a fail-over: a position of one server, found on another by its GTID state.
+
+Positions of one server mean nothing on another (other file names and offsets), but the
+GTID state an offset carries (:mod:`coordinator.gtid_tracker`) names the transactions
+before it on any server of the same replication topology. :func:`relocate` finds the
+same point in the binlog of the server reached now (:func:`cdc_source.binlog.gtid_scan.
+locate`) and gives it the next epoch, so every ``_seq`` read from the new server sorts
+after those read before (:mod:`cdc_source.sequence`).
+
+A position is not relocated, and the fail-over stops the query with the reason, when:
+- it carries no GTID state (MySQL with gtid_mode=OFF);
+- an XA transaction prepared on the old server is unresolved at it (its prepare is at
+  a position of the old server's binlog);
+- the new server's binlog lacks a transaction before it (asynchronous replication lost
+  it: the query has read changes the new primary does not have), or holds the same
+  transactions in another order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cdc_source.binlog.gtid_scan import GtidLocateError, locate
+from cdc_source.offsets import BinlogPosition
+
+
+def relocate(position: BinlogPosition, open_dump, files: list[str], flavor: str) -> BinlogPosition:
+    """``position`` of another server, in the binlog of this one (``open_dump``, ``files``:
+    its dumps and binlog files, oldest first), one epoch later."""
+    if not position.gtids:
+        raise GtidLocateError(
+            f"the position {position} carries no GTID state, so it cannot be found on another "
+            "server: with gtid_mode=ON a query follows a fail-over; start a new query with a "
+            "new checkpoint location"
+        )
+    if position.xa is not None:
+        raise GtidLocateError(
+            f"an XA transaction prepared at {position.xa[0]}:{position.xa[1]} of the old server "
+            f"is unresolved at {position}; its prepare cannot be found on another server by "
+            "position. Restart the query once it is resolved, or with a new checkpoint"
+        )
+    file, pos = locate(open_dump, files, position.gtids, flavor)
+    return replace(position, file=file, pos=pos, epoch=position.epoch + 1)
+
+
+def binlog_files(conn) -> list[str]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [_text(row[0]) for row in cur.fetchall()]
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
