@@ -34,6 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 OFFSET_VERSION = 1
+# Version 2: an offset whose position is of a later epoch (after a fail-over). Written
+# only then, so that a package older than epochs refuses it instead of ordering the new
+# server's changes by their file numbers; version 1 offsets are unchanged.
+EPOCH_OFFSET_VERSION = 2
+READABLE_VERSIONS = (OFFSET_VERSION, EPOCH_OFFSET_VERSION)
 _FILE_NUMBER = re.compile(r"\.(\d+)$")
 
 
@@ -146,7 +151,9 @@ class SourceOffset:
         return self.snapshot is None
 
     def to_json_obj(self) -> dict[str, Any]:
-        obj: dict[str, Any] = {"v": OFFSET_VERSION, "tables": self.tables}
+        epoch = self.binlog.epoch if self.binlog is not None else 0
+        version = EPOCH_OFFSET_VERSION if epoch else OFFSET_VERSION
+        obj: dict[str, Any] = {"v": version, "tables": self.tables}
         if self.server:  # written from the first planned batch on: offsets stay comparable
             obj["server"] = self.server
         obj["binlog"] = None if self.binlog is None else self.binlog.to_json_obj()
@@ -160,10 +167,11 @@ class SourceOffset:
     def from_json_obj(obj: dict[str, Any] | str) -> SourceOffset:
         if isinstance(obj, str):
             obj = json.loads(obj)
-        if not isinstance(obj, dict) or obj.get("v") != OFFSET_VERSION:
+        if not isinstance(obj, dict) or obj.get("v") not in READABLE_VERSIONS:
             raise OffsetError(
-                f"offset {obj!r} is not a cdc-mysql offset of version {OFFSET_VERSION}; "
-                "was the checkpoint written by another source or version?"
+                f"offset {obj!r} is not a cdc-mysql offset of version "
+                f"{' or '.join(map(str, READABLE_VERSIONS))}; was the checkpoint written by "
+                "another source or a newer version?"
             )
         binlog = obj.get("binlog")
         snapshot = obj.get("snapshot")

@@ -143,3 +143,19 @@ def test_the_columnar_seq_is_the_scalar_one_in_every_epoch():
             pa.array([5]), pa.array([1234]), pa.array([1]), pa.array([7]), pa.array([1]), epoch
         )
         assert column.to_pylist() == [binlog_seq(5, 1234, 7, 1, 1, epoch)]
+
+
+def test_an_offset_after_a_fail_over_is_version_2_and_reads_back():
+    """An older package (which knows only version 1) refuses it rather than order the new
+    server's changes by their file numbers; a first-epoch offset stays version 1."""
+    import json
+
+    from cdc_source.offsets import SourceOffset
+
+    first = SourceOffset(BinlogPosition("b.000001", 100, "0-1-5"), None, "abcd", "server_id=1")
+    later = SourceOffset(
+        BinlogPosition("r.000002", 40, "0-1-5", epoch=1), None, "abcd", "server_id=2"
+    )
+    assert json.loads(first.to_json())["v"] == 1 and "epoch" not in first.to_json()
+    assert json.loads(later.to_json())["v"] == 2
+    assert SourceOffset.from_json_obj(later.to_json()) == later
