@@ -33,6 +33,10 @@ class ColumnSpec:
     charset: str | None = None
     collation: str | None = None
     fsp: int = 0
+    # The server's own pad attribute of ``collation`` (information_schema.COLLATIONS.
+    # PAD_ATTRIBUTE): True for NO PAD, False for PAD SPACE, None where the server does not
+    # report it (MySQL 5.7, MariaDB before 12.1); ``pad_space`` then reads the name.
+    no_pad: bool | None = None
 
     @property
     def unsigned(self) -> bool:
@@ -61,13 +65,23 @@ class ColumnSpec:
 
     @property
     def pad_space(self) -> bool:
-        """PAD SPACE collations ignore trailing spaces when comparing."""
-        collation = (self.collation or "").lower()
-        return (
-            "nopad" not in collation
-            and "_0900_" not in collation
-            and not collation.startswith("utf8mb4_0900")
-        )
+        """PAD SPACE collations ignore trailing spaces when comparing: the attribute the
+        server reported at discovery where it did, the collation's name otherwise."""
+        if self.no_pad is not None:
+            return not self.no_pad
+        return pad_space_by_name(self.collation)
+
+
+def pad_space_by_name(collation: str | None) -> bool:
+    """The pad attribute guessed from a collation's name, for servers that do not report
+    it. MariaDB before 12.1 has no COLLATIONS.PAD_ATTRIBUTE and names every NO PAD
+    collation ``*_nopad_*`` ("NO PAD collations" in mariadb.com/docs, Information Schema
+    COLLATIONS Table); in MySQL the NO PAD collations are the UCA 9.0.0 ones, named
+    ``*_0900_*`` (refman 8.0 charset-binary-collations.html, "Trailing Space Handling in
+    Comparisons"; WL#13054 for utf8mb4_0900_bin), and 5.7 has none. A custom collation
+    whose name says neither is taken as PAD SPACE: hence the reported attribute wins."""
+    name = (collation or "").lower()
+    return "nopad" not in name and "_0900_" not in name and not name.startswith("utf8mb4_0900")
 
 
 def _parse_members(column_type: str) -> tuple[str, ...]:
@@ -136,10 +150,42 @@ WHERE TABLE_TYPE = 'BASE TABLE'
 """
 
 
+# MySQL 8.0+ reports each collation's pad attribute in information_schema.COLLATIONS.
+# PAD_ATTRIBUTE, 'PAD SPACE' or 'NO PAD' (dev.mysql.com/doc/refman/8.0/en/information-
+# schema-collations-table.html, the same in 8.4); MariaDB has the column from 12.1 only
+# (mariadb.com/docs, Information Schema COLLATIONS Table) and MySQL 5.7 not at all. So the
+# lookup selects * and finds the column by name in the cursor's description: one query
+# that works on every server, whether or not the column exists.
+_COLLATIONS_SQL = "SELECT * FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN ({})"
+
+
 def _as_str(value) -> str | None:
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def pad_attributes(description, rows) -> dict[str, bool]:
+    """``{collation: no_pad}`` from ``SELECT * FROM information_schema.COLLATIONS`` (the
+    cursor's description and rows); empty where the server has no PAD_ATTRIBUTE column."""
+    names = [_as_str(column[0]).upper() for column in description or ()]
+    if "PAD_ATTRIBUTE" not in names or "COLLATION_NAME" not in names:
+        return {}
+    name_at, pad_at = names.index("COLLATION_NAME"), names.index("PAD_ATTRIBUTE")
+    result = {}
+    for row in rows:
+        pad = (_as_str(row[pad_at]) or "").strip().upper()
+        if pad in ("NO PAD", "PAD SPACE"):
+            result[_as_str(row[name_at])] = pad == "NO PAD"
+    return result
+
+
+def _read_pad_attributes(cur, collations: set[str]) -> dict[str, bool]:
+    if not collations:
+        return {}
+    names = sorted(collations)
+    cur.execute(_COLLATIONS_SQL.format(", ".join(["%s"] * len(names))), names)
+    return pad_attributes(cur.description, cur.fetchall())
 
 
 def discover_tables(conn, matches) -> list[TableSchema]:
@@ -154,11 +200,11 @@ def discover_tables(conn, matches) -> list[TableSchema]:
         if not tables:
             return []
         cur.execute(_COLUMNS_SQL)
+        rows = [row for row in cur.fetchall() if (_as_str(row[0]), _as_str(row[1])) in tables]
+        no_pad = _read_pad_attributes(cur, {_as_str(row[11]) for row in rows if row[11]})
         columns: dict[tuple[str, str], list[ColumnSpec]] = {}
-        for row in cur.fetchall():
+        for row in rows:
             key = (_as_str(row[0]), _as_str(row[1]))
-            if key not in tables:
-                continue
             columns.setdefault(key, []).append(
                 ColumnSpec(
                     name=_as_str(row[2]),
@@ -172,6 +218,7 @@ def discover_tables(conn, matches) -> list[TableSchema]:
                     charset=_as_str(row[10]),
                     collation=_as_str(row[11]),
                     fsp=int(row[12] or 0),
+                    no_pad=no_pad.get(_as_str(row[11])),
                 )
             )
         cur.execute(_KEYS_SQL)
