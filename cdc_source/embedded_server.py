@@ -107,6 +107,11 @@ class EmbeddedServer:
     def _run_as_root_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
+    def _tmpdir(self) -> Path:
+        path = self.base_dir / "tmp"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
     def start(self, timeout: float = 60.0) -> ConnectionInfo:
         install = [
             self.install_bin,
@@ -114,6 +119,7 @@ class EmbeddedServer:
             f"--datadir={self.datadir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
+            f"--tmpdir={self._tmpdir()}",  # not the shared /tmp: parallel installs collide there
             *self._run_as_root_args(),
         ]
         result = subprocess.run(install, capture_output=True, text=True)
@@ -128,6 +134,7 @@ class EmbeddedServer:
             "--bind-address=127.0.0.1",
             f"--pid-file={self.base_dir / 'mysqld.pid'}",
             f"--log-error={self.base_dir / 'error.log'}",
+            f"--tmpdir={self._tmpdir()}",
             "--server-id=1",
             *(
                 [
