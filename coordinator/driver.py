@@ -175,7 +175,11 @@ class QueryDriver:
     def _on_this_server(self, offset: SourceOffset) -> SourceOffset:
         """``offset`` with its position in the binlog of the server reached now: itself on
         the same server; found by its GTID state on another one (:mod:`cdc_source.failover`),
-        one epoch later. Checked against the server's GTIDs once per query run."""
+        one epoch later. Checked against the server's GTIDs once per query run.
+
+        One round trip first: a connection cut by a fail-over is only found dead when used,
+        and the identity it reopens with decides what the offset means."""
+        self.session.run(_ping)
         identity = self.server_identity()
         position = offset.binlog
         if offset.server and offset.server != identity and position is not None:
@@ -364,6 +368,12 @@ class QueryDriver:
     def close(self) -> None:
         self.boundaries.close()
         self.session.close()
+
+
+def _ping(conn) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1")
+        cur.fetchall()
 
 
 def check_gtid_history(conn, position: BinlogPosition, traits: ServerTraits) -> None:
