@@ -70,7 +70,7 @@ def test_snapshot_sizing_defaults_follow_the_work_and_the_cores(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     many = parse_options(BASE)
     assert many.snapshot_parallelism == 64
-    assert many.server_ids.first == 5400 and many.server_ids.size == 64 + 2
+    assert many.server_ids.first == 5400 and many.server_ids.size == 64 + 1  # + binlog tasks
     assert parse_options({**BASE, "scan.snapshot.parallelism": "3"}).server_ids.size == 32
     explicit = parse_options({**BASE, "server-id": "10-11", "scan.snapshot.chunks-per-batch": "4"})
     assert (explicit.server_ids.size, explicit.chunks_per_batch) == (2, 4)
