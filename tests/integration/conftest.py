@@ -33,13 +33,14 @@ def _decoders() -> list[str]:
 
 def pytest_collection_modifyitems(config, items):
     """A module with ``ONE_DECODER = True`` (what it tests does not depend on the row
-    decoder, e.g. fault handling) runs with the first decoder only, not once per decoder."""
+    decoder, e.g. fault handling), or a test marked ``one_decoder``, runs with the first
+    decoder only, not once per decoder."""
     first = _decoders()[0]
     keep, drop = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
         decoder = callspec.params.get("binlog_decoder") if callspec else None
-        one = getattr(item.module, "ONE_DECODER", False)
+        one = getattr(item.module, "ONE_DECODER", False) or item.get_closest_marker("one_decoder")
         (drop if one and decoder not in (None, first) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -39,7 +39,11 @@ def _setup(server, kind, database):
 
 @pytest.mark.parametrize(
     "kind, visibility",
-    [(AUTO_INCREMENT, "auto"), (COMPOSITE, "auto"), (AUTO_INCREMENT, "gtid-wait")],
+    [
+        (AUTO_INCREMENT, "auto"),
+        (COMPOSITE, "auto"),
+        pytest.param(AUTO_INCREMENT, "gtid-wait", marks=pytest.mark.one_decoder),
+    ],
     ids=["auto_increment", "composite", "auto_increment-mysql_gtid_wait"],
 )
 def test_snapshot_then_binlog_is_exactly_once_under_concurrent_writes(
