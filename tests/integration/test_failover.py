@@ -1,7 +1,8 @@
 """A fail-over to a replica, followed by the running query itself (issues 7 and 8).
 
 The source reaches the servers through one address (a proxy on 127.0.0.1). While the
-query reads a table in snapshot batches under a concurrent writer, the primary is killed
+query reads a table in snapshot batches (or, in the second case, streams it) under a
+concurrent writer, the primary is killed
 and the address switched to its replica (GTID replication, its own binlog file names and
 offsets), which is promoted and written to. The same query, never restarted, finds its
 position in the replica's binlog by its GTID state, reads the rest of the snapshot and
@@ -42,13 +43,17 @@ OPTIONS = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pair():
+    """A pair of its own per test: the test kills the primary and promotes the replica."""
     with ReplicatedPair() as started:
         yield started
 
 
-def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(pair, spark, tmp_path):
+@pytest.mark.parametrize("phase", ["snapshot", "stream"])
+def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
+    pair, spark, tmp_path, phase
+):
     database = "failover"
     pair.primary.fresh_database(database)
     load(pair.primary, database, AUTO_INCREMENT, ROWS)
@@ -60,8 +65,19 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(pair, spa
         writer.start()
         query = run.start()
         try:
-            wait_for(lambda: len(committed_batches(run.checkpoint)) >= 3, 240, "batches", query)
-            assert handover_batch(run.checkpoint) is None, "the fail-over is mid-snapshot"
+            if phase == "snapshot":
+                wait_for(lambda: len(committed_batches(run.checkpoint)) >= 3, 240, "batches", query)
+                assert handover_batch(run.checkpoint) is None, "the fail-over is mid-snapshot"
+            else:
+                wait_for(
+                    lambda: (
+                        (h := handover_batch(run.checkpoint)) is not None
+                        and len(committed_batches(run.checkpoint)) >= h + 3
+                    ),
+                    300,
+                    "stream batches on the old primary",
+                    query,
+                )
             writer.stop()
             pair.wait_caught_up()
             before = max(source_offsets(run.checkpoint))
