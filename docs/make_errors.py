@@ -50,8 +50,7 @@ CLASSES: dict[str, tuple[str, str]] = {
         "without them, start a new query with a new checkpoint",
     ),
     "HeadPrivilegeError": (
-        "the account may not read the binlog head (SHOW BINARY LOG STATUS / SHOW MASTER "
-        "STATUS)",
+        "the account may not read the binlog head (SHOW BINARY LOG STATUS / SHOW MASTER STATUS)",
         "GRANT REPLICATION CLIENT (MySQL) or BINLOG MONITOR (MariaDB 10.5+) to the account",
     ),
     "VisibilityError": (
