@@ -10,9 +10,22 @@ The change stream (``spark.readStream.format("cdc-mysql")``) is applied batch by
 with ``foreachBatch`` and a MERGE into the Delta table by ``deltalake`` (delta-rs, from
 PyPI: no Spark jars to download). Per primary key the change with the highest ``_seq``
 of the batch wins: ``d`` deletes the row, anything else upserts it. The Delta table keeps
-``_seq`` too, and a row is only replaced by a newer one. An op ``t`` (the table was
-reset) deletes every row of the table whose ``_seq`` is lower, in the same commit,
-before the batch's later changes are applied.
+``_seq`` too, and a row is only replaced by a newer one.
+
+Keys are compared the way the server compares them: each row carries ``_key``, the
+source's own order-preserving bytes of its primary key (:func:`cdc_source.keys.sort_key`,
+computed on columns by :func:`reader.key_columns.sort_key_reader`), which are equal
+exactly when the server holds the keys equal. A string key's bytes come from the
+server's ``WEIGHT_STRING`` under the column's collation (fetched in bulk and cached by
+:class:`reader.key_weights.WeightResolver`), so under ``utf8mb4_general_ci`` ``'a'``,
+``'A'`` and ``'a '`` are one key: the latest change per ``_key`` is kept and the MERGE
+matches on ``_key``, and an update that re-spells a key (one ``u`` carrying the new
+spelling) replaces the row and its spelling. A Delta table written by an earlier
+version of this example has no ``_key``: it is refused at start-up (its rows of
+re-spelled keys may already be doubled or stale), to be rebuilt with a new checkpoint.
+
+An op ``t`` (the table was reset) deletes every row of the table whose ``_seq`` is lower,
+in the same commit, before the batch's later changes are applied.
 
 Each MERGE commits with Delta's application transaction (``app_id`` = the checkpoint,
 ``version`` = Spark's batch id) in the same commit. A batch that Spark runs again after a
@@ -22,7 +35,7 @@ never applied twice.
 Several tables: when ``--table-name`` matches more than one table, the source emits its
 envelope schema and ``--table-path`` is a directory holding one Delta table per MySQL
 table, ``<table-path>/<db>.<table>``, with the typed columns the source gives when it
-captures that table alone (plus ``_seq``). Each row's ``after`` image (a delete's
+captures that table alone (plus ``_seq`` and ``_key``). Each row's ``after`` image (a delete's
 ``before``) is parsed by Arrow's JSON reader against the table's Arrow schema, read from
 the server at start-up. Each table's MERGE commits with its own application
 transaction (app id from the checkpoint and the table), so a batch re-run after a crash
@@ -36,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import decimal
 import hashlib
 import os
 import sys
@@ -54,15 +68,96 @@ CRASH_AFTER_ENV = "CDC_MYSQL_EXAMPLE_CRASH_AFTER_BATCH"
 CRASH_BETWEEN_ENV = "CDC_MYSQL_EXAMPLE_CRASH_BETWEEN_TABLES"
 CRASH_EXIT_STATUS = 3
 RESET_OP = "t"
+KEY = "_key"  # the Delta table's column of each row's primary-key bytes
+RESERVED = ("_op", "_seq", "_ts_ms", KEY)  # column names the mirror needs for its own
 
 
-def latest_changes(batch: pa.Table, keys: list[str]) -> pa.Table:
-    """Per key, the row with the highest ``_seq`` of the batch (``_seq`` is unique per
-    change, so the rows holding their key's maximum are exactly one per key)."""
+class LegacyTableError(ValueError):
+    """A Delta table written by an earlier version of this example (no ``_key``)."""
+
+
+def latest_changes(batch: pa.Table) -> pa.Table:
+    """Per key (its ``_key`` bytes), the row with the highest ``_seq`` of the batch
+    (``_seq`` is unique per change, so the rows holding their key's maximum are exactly
+    one per key)."""
     if batch.num_rows == 0:
         return batch
-    newest = batch.group_by(keys).aggregate([("_seq", "max")])
+    newest = batch.group_by([KEY]).aggregate([("_seq", "max")])
     return batch.filter(pc.is_in(batch.column("_seq"), value_set=newest.column("_seq_max")))
+
+
+def _key_text(column, values: pa.Array) -> pa.Array:
+    """A typed key column of the output as the server's text of it, binary (what
+    :func:`reader.key_columns.sort_key_reader` reads from a snapshot fetch)."""
+    from cdc_source.keys import time_literal
+
+    if column.data_type == "time":  # microseconds (LongType): to the server's text
+        return pa.array([time_literal(v) for v in values.to_pylist()], pa.binary())
+    if pa.types.is_timestamp(values.type):  # TIMESTAMP's instants in UTC, as the session's
+        values = values.cast(pa.timestamp(values.type.unit))
+    elif pa.types.is_boolean(values.type):  # TINYINT(1)
+        values = values.cast(pa.int8())
+    if pa.types.is_binary(values.type):
+        return values
+    return values.cast(pa.string()).cast(pa.binary())
+
+
+class KeyBytes:
+    """The ``_key`` column of one table's changes: per row the source's order-preserving
+    bytes of its primary key (:func:`cdc_source.keys.sort_key`), equal exactly when the
+    server holds the keys equal. Collated string key columns take the server's collation
+    weights from ``weights`` (a :class:`reader.key_weights.WeightResolver`: one round trip
+    per 500 values not yet seen); a key without one never needs the server."""
+
+    def __init__(self, table, weights=None) -> None:
+        from cdc_source.keys import needs_weight
+        from reader.key_columns import sort_key_reader
+
+        self.table = table
+        self.weights = weights
+        self.names = list(table.column_names)
+        self.weighted = [needs_weight(c) for c in table.key_columns]
+        if any(self.weighted) and weights is None:
+            raise ValueError(f"{table.name}: a string key needs the server's collation weights")
+        self.read = sort_key_reader(table)
+
+    def _weights(self, column, values: pa.Array) -> pa.Array:
+        distinct = pc.unique(values)
+        texts = distinct.to_pylist()
+        self.weights.prefetch((column, text) for text in texts)  # one batched round trip
+        weights = pa.array([self.weights.weight(column, text) for text in texts], pa.binary())
+        return weights.take(pc.index_in(values, value_set=distinct))
+
+    def __call__(self, changes: pa.Table) -> pa.Array:
+        if not changes.num_rows:
+            return pa.array([], pa.binary())
+        columns: list[pa.Array | None] = [None] * len(self.names)
+        weights = []
+        for column, weighted in zip(self.table.key_columns, self.weighted):
+            values = changes.column(column.name).combine_chunks()
+            if values.null_count:
+                raise ValueError(f"{self.table.name}: a change has no value of key {column.name}")
+            columns[self.names.index(column.name)] = _key_text(column, values)
+            if weighted:
+                weights.append(self._weights(column, values))
+        # Row by row (a TIME key, DECIMAL beyond 38 digits), a DECIMAL's units are exact
+        # only with the context's precision above its 65 digits (the default is 28).
+        with decimal.localcontext() as context:
+            context.prec = 100
+            return self.read(columns + weights).cast(pa.binary())
+
+    def add(self, changes: pa.Table) -> pa.Table:
+        """``changes`` with their ``_key`` column appended."""
+        return changes.append_column(pa.field(KEY, pa.binary(), False), self(changes))
+
+
+def reserved_clash(table) -> None:
+    clash = set(RESERVED) & set(table.column_names)
+    if clash:
+        raise ValueError(
+            f"table {table.name} has column(s) {sorted(clash)}, which the Delta mirror "
+            "needs for its own columns"
+        )
 
 
 def after_last_reset(batch: pa.Table) -> tuple[pa.Table, str | None]:
@@ -87,22 +182,43 @@ class Outcome:
 
 class DeltaMirror:
     """Applies the change batches of one source table (its typed columns, ``_op`` and
-    ``_seq``) to a Delta table of the typed columns and ``_seq``."""
+    ``_seq``) to a Delta table of the typed columns, ``_seq`` and ``_key``."""
 
-    def __init__(self, path: str, keys: list[str], app_id: str, schema: pa.Schema | None = None):
+    def __init__(
+        self, path: str, table, app_id: str, weights=None, schema: pa.Schema | None = None
+    ):
         self.path = path
-        self.keys = keys
+        self.keys = KeyBytes(table, weights)
         self.app_id = app_id
         self.schema = schema  # the Delta table's schema; else taken from the first batch
 
     def table(self, schema: pa.Schema | None = None):
+        """The Delta table, created (empty) if it does not exist; one without ``_key``
+        (written by an earlier version) is refused."""
         from deltalake import DeltaTable
 
         if not DeltaTable.is_deltatable(self.path):
             schema = self.schema or schema
-            columns = [f for f in schema if f.name not in ("_op", "_ts_ms")]
+            columns = [f for f in schema if f.name not in RESERVED or f.name == "_seq"]
+            columns.append(pa.field(KEY, pa.binary(), False))
             DeltaTable.create(self.path, pa.schema(columns), mode="ignore")
-        return DeltaTable(self.path)
+        table = DeltaTable(self.path)
+        if KEY not in [f.name for f in table.schema().fields]:
+            raise LegacyTableError(
+                f"the Delta table {self.path} was written by an earlier version of this "
+                f"example: it has no {KEY} column (its primary key's bytes under the "
+                "server's collation, which rows are now matched on), and rows whose string "
+                "key was re-spelled ('a' to 'A') may be doubled or stale in it; rebuild it: "
+                "remove it (and the query's checkpoint) and run again"
+            )
+        return table
+
+    def check(self) -> None:
+        """Refuses an existing Delta table without ``_key`` (before any batch runs)."""
+        from deltalake import DeltaTable
+
+        if DeltaTable.is_deltatable(self.path):
+            self.table()
 
     def applied(self, batch_id: int, table=None) -> bool:
         """Whether a Delta commit of this batch (or a later one) is in the table."""
@@ -121,14 +237,19 @@ class DeltaMirror:
         if "_ts_ms" in batch.column_names:
             batch = batch.drop_columns(["_ts_ms"])
         later, reset = after_last_reset(batch)
-        changes = latest_changes(later, self.keys)
+        changes = latest_changes(self.keys.add(later))
         columns = [name for name in changes.column_names if name != "_op"]
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in self.keys)
         values = {f"`{c}`": f"s.`{c}`" for c in columns}
         commit = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
         version = table.version()
         merge = (
-            table.merge(changes, on, source_alias="s", target_alias="t", commit_properties=commit)
+            table.merge(
+                changes,
+                f"t.`{KEY}` = s.`{KEY}`",
+                source_alias="s",
+                target_alias="t",
+                commit_properties=commit,
+            )
             .when_matched_delete(predicate="s._op = 'd'")
             .when_matched_update(values, predicate="s._op != 'd' AND s._seq > t._seq")
             .when_not_matched_insert(values, predicate="s._op != 'd'")
@@ -231,7 +352,9 @@ class EnvelopeImages:
 
     @property
     def delta_schema(self) -> pa.Schema:
-        return pa.schema(self.fields + [pa.field("_seq", pa.string(), False)])
+        return pa.schema(
+            self.fields + [pa.field("_seq", pa.string(), False), pa.field(KEY, pa.binary(), False)]
+        )
 
     def parse(self, images: pa.Array) -> list[pa.Array]:
         """The typed columns of JSON row images (no nulls), read as newline-delimited JSON."""
@@ -289,21 +412,16 @@ class TablesMirror:
     """Applies change batches of the envelope schema to one Delta table per source table,
     at ``<root>/<db>.<table>``; tables are applied in name order, each in its own commit."""
 
-    def __init__(self, root: str, tables: list, checkpoint: str) -> None:
-        reserved = {"_op", "_seq", "_ts_ms"}
+    def __init__(self, root: str, tables: list, checkpoint: str, weights=None) -> None:
         for table in tables:
-            clash = reserved & set(table.column_names)
-            if clash:
-                raise ValueError(
-                    f"table {table.name} has column(s) {sorted(clash)}, which the Delta mirror "
-                    "needs for its own columns"
-                )
+            reserved_clash(table)
         self.images = {t.name: EnvelopeImages(t) for t in sorted(tables, key=lambda t: t.name)}
         self.mirrors = {
             t.name: DeltaMirror(
                 f"{root.rstrip('/')}/{t.name}",
-                list(t.primary_key),
+                t,
                 app_id_of(checkpoint, t.name),
+                weights,
                 self.images[t.name].delta_schema,
             )
             for t in tables
@@ -392,13 +510,22 @@ def main(argv: list[str] | None = None) -> int:
     if not tables:
         print(f"table-name {args.table_name!r} matches no table", file=sys.stderr)
         return 2
+    weights = _weight_resolver(options)
+    try:
+        if len(tables) == 1:
+            reserved_clash(tables[0])
+            mirror = DeltaMirror(args.table_path, tables[0], app_id_of(args.checkpoint), weights)
+            mirror.check()
+        else:
+            mirrors = TablesMirror(args.table_path, tables, args.checkpoint, weights)
+            mirrors.create()
+    except ValueError as error:  # LegacyTableError, a reserved column name
+        print(error, file=sys.stderr)
+        return 2
     changes = spark.readStream.format("cdc-mysql").options(**options).load()
     crash_after = os.environ.get(CRASH_AFTER_ENV)
 
     if len(tables) == 1:
-        mirror = DeltaMirror(
-            args.table_path, list(tables[0].primary_key), app_id_of(args.checkpoint)
-        )
 
         def apply(batch_df, batch_id: int) -> None:
             batch = batch_df.toArrow()
@@ -408,8 +535,6 @@ def main(argv: list[str] | None = None) -> int:
                 os._exit(CRASH_EXIT_STATUS)
 
     else:
-        mirrors = TablesMirror(args.table_path, tables, args.checkpoint)
-        mirrors.create()
         crash_between = bool(os.environ.get(CRASH_BETWEEN_ENV))
 
         def apply(batch_df, batch_id: int) -> None:
@@ -425,7 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         writer = writer.trigger(processingTime=f"{args.trigger_seconds} seconds")
     query = writer.start()
-    query.awaitTermination()
+    try:
+        query.awaitTermination()
+    finally:
+        weights.close()
     return 0
 
 
@@ -435,6 +563,18 @@ def _captured_tables(options: dict) -> list:
     from cdc_source.options import parse_options
 
     return discover(parse_options(options))
+
+
+def _weight_resolver(options: dict):
+    """The server's collation weights of string key values, for ``_key`` (a session of
+    the driver's own, opened at the first string key and reopened after a lost one)."""
+    from cdc_source.mysql_client import connect
+    from cdc_source.options import parse_options
+    from reader.key_weights import WeightResolver
+
+    parsed = parse_options(options)
+    kwargs = parsed.connection_kwargs()
+    return WeightResolver(lambda: connect(dict(kwargs)), parsed.retry_policy())
 
 
 if __name__ == "__main__":

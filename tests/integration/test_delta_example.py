@@ -2,7 +2,11 @@
 writer, with one crash between the Delta commit of a batch and Spark's commit of it (the
 batch runs again and is recognised as applied), the Delta table equals ``SELECT *``; with
 several tables (one Delta table each, from the envelope), with a crash between two tables'
-commits, each Delta table equals ``SELECT *`` of its table on every column.
+commits, each Delta table equals ``SELECT *`` of its table on every column. The VARCHAR
+key is utf8mb4_general_ci and the writer re-spells keys the collation holds equal ('k1'
+to 'K1', 'k1 ', and back), during snapshot and stream: each key is still one row, spelled
+as the server returns it, and its ``_key`` is the source's key bytes from the server's
+``WEIGHT_STRING``; the single-table road mirrors that table too.
 The example runs as a user runs it: ``python examples/mysql_to_delta.py`` in a child
 process, with the password in the environment."""
 
@@ -24,6 +28,7 @@ import pymysql
 
 from cdc_source.catalog import discover_tables
 from cdc_source.types import canonical_value
+from reader.key_weights import WeightResolver
 
 ONE_DECODER = True  # the example runs with the source's default decoder
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
@@ -131,7 +136,8 @@ INT_DDL = """CREATE TABLE t_int (
   dt DATE, dtm6 DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(6), yr YEAR, js JSON,
   en ENUM('small','large'), st SET('a','b','c'), vc VARCHAR(40))"""
 STR_DDL = """CREATE TABLE t_str (
-  k VARCHAR(40) PRIMARY KEY, n INT NOT NULL, siu SMALLINT UNSIGNED, miu MEDIUMINT UNSIGNED,
+  k VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY,
+  n INT NOT NULL, siu SMALLINT UNSIGNED, miu MEDIUMINT UNSIGNED,
   iu INT UNSIGNED, bi BIGINT, c CHAR(5), tx TEXT, vb VARBINARY(16), dtm DATETIME,
   d38 DECIMAL(38,10), tm TIME)"""
 
@@ -176,8 +182,9 @@ def _connect(server, database):
 
 
 def _write_both(cur, n: int) -> None:
-    """One round of the writer on both tables: an update of each in one transaction,
-    deletes, inserts, and key moves."""
+    """One round of the writer on both tables: an update of each in one transaction (with
+    re-spellings of the string key), deletes, inserts, key moves and more re-spellings
+    ('k00007' to 'K00007', to 'K00007 ', and back: each one key for the collation)."""
     cur.execute("BEGIN")
     cur.execute(
         "UPDATE t_int SET ti = MOD(COALESCE(ti, 0) + 1, 100), f = COALESCE(f, 0) + 0.25, "
@@ -185,12 +192,31 @@ def _write_both(cur, n: int) -> None:
         "js = JSON_OBJECT('n', %s), st = 'a,c', vc = NULL, b10 = %s WHERE id = %s",
         (n, n % 1024, n * 7 % INT_ROWS),
     )
+    key = f"k{n * 7 % STR_ROWS:05d}"
     cur.execute(
         "UPDATE t_str SET n = n + 1, tx = CONCAT(COALESCE(tx, ''), '!'), vb = UNHEX('00ff'), "
         "dtm = NOW(), d38 = -d38 WHERE k = %s",
-        (f"k{n * 7 % STR_ROWS:05d}",),
+        (key,),
     )
+    cur.execute("UPDATE t_str SET k = UPPER(k) WHERE k = %s", (key,))
+    cur.execute("UPDATE t_str SET k = CONCAT(k, ' '), n = n + 1 WHERE k = %s", (key,))
     cur.execute("COMMIT")
+    cur.execute(
+        "UPDATE t_str SET k = CONCAT(UPPER(k), ' ') WHERE k = %s AND CHAR_LENGTH(k) < 40",
+        (f"k{n * 3 % STR_ROWS:05d}",),
+    )
+    cur.execute(
+        "UPDATE t_str SET k = LOWER(TRIM(TRAILING ' ' FROM k)) WHERE k = %s",
+        (f"k{n * 17 % STR_ROWS:05d}",),
+    )
+    # The k keys are all deleted in time: re-spell moved keys too, which stay ('moved-n..'
+    # to 'MOVED-N.. ', and every other one back).
+    cur.execute("UPDATE t_str SET k = CONCAT(UPPER(k), ' ') WHERE k = %s", (f"moved-n{n - 3:06d}",))
+    if n % 2:
+        cur.execute(
+            "UPDATE t_str SET k = LOWER(TRIM(TRAILING ' ' FROM k)) WHERE k = %s",
+            (f"moved-n{n - 5:06d}",),
+        )
     cur.execute("DELETE FROM t_int WHERE id = %s", (n * 13 % INT_ROWS,))
     cur.execute("DELETE FROM t_str WHERE k = %s", (f"k{n * 11 % STR_ROWS:05d}",))
     cur.execute(f"INSERT INTO t_int VALUES ({', '.join(['%s'] * 21)})", _int_row(INT_ROWS + n))
@@ -221,15 +247,40 @@ def _float32(value: float) -> float:
 
 
 def _mirrored(path: Path, table) -> dict:
+    """The Delta table by primary key (as spelled in it)."""
     delta = deltalake.DeltaTable(str(path)).to_pyarrow_table()
-    assert delta.column_names == list(table.column_names) + ["_seq"]
+    assert delta.column_names == list(table.column_names) + ["_seq", "_key"]
     keys = [table.column_names.index(k) for k in table.primary_key]
     result = {}
-    for row in delta.drop_columns(["_seq"]).to_pylist():
+    for row in delta.drop_columns(["_seq", "_key"]).to_pylist():
         values = tuple(_naive_utc(row[name]) for name in table.column_names)
         result[tuple(values[i] for i in keys)] = values
     assert len(result) == delta.num_rows, f"a key appears twice in {path.name}"
     return result
+
+
+def _assert_key_bytes(server, database, path: Path, table) -> None:
+    """Each row's ``_key`` is the source's key bytes, from the server's weights."""
+    delta = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    weights = WeightResolver(lambda: _connect(server, database))
+    try:
+        key_values = [
+            tuple(_server_key(c, row[c.name]) for c in table.key_columns)
+            for row in delta.select(list(table.primary_key)).to_pylist()
+        ]
+        want = weights.sort_keys(table, key_values)
+    finally:
+        weights.close()
+    assert delta.column("_key").to_pylist() == want, f"{path.name}: _key"
+    assert len(set(want)) == len(want)
+
+
+def _server_key(column, value):
+    """A key value of the Delta table as the source's readers hand it to ``sort_key``."""
+    value = _naive_utc(value)
+    if column.data_type == "time":
+        return dt.timedelta(microseconds=value)
+    return value
 
 
 def _naive_utc(value):
@@ -238,15 +289,17 @@ def _naive_utc(value):
     return value
 
 
-def _assert_equal(server, database, tables, root: Path) -> None:
+def _assert_equal(server, database, tables, root: Path, paths=None) -> None:
     for table in tables:
-        expected, got = _expected(server, database, table), _mirrored(root / table.name, table)
+        path = (paths or {}).get(table.name, root / table.name)
+        expected, got = _expected(server, database, table), _mirrored(path, table)
         assert got.keys() == expected.keys(), table.name
         for key, row in expected.items():
             for column, want, have in zip(table.columns, row, got[key], strict=True):
                 assert have == want, (
                     f"{table.name} {key} column {column.name}: {have!r} != {want!r}"
                 )
+        _assert_key_bytes(server, database, path, table)
 
 
 def _versions(root: Path, tables) -> dict:
@@ -269,7 +322,9 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     snapshot and stream; the first run exits between the two tables' Delta commits of a
     batch; the re-run of that batch skips the first table and applies the second; each
     Delta table then equals ``SELECT *``, every batch is in each log at most once, and a
-    batch Spark runs again changes no Delta table."""
+    batch Spark runs again changes no Delta table. The writer re-spells VARCHAR keys
+    (utf8mb4_general_ci: case, trailing spaces): one row per key, spelled as the server
+    spells it; a query of that table alone (the single-table road) mirrors it as exactly."""
     database = server.fresh_database("delta_tables")
     server.execute(INT_DDL, STR_DDL, database=database)
     with _connect(server, database) as conn, conn.cursor() as cur:
@@ -303,6 +358,7 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     checkpoint, root = tmp_path / "checkpoint", tmp_path / "delta"
+    single_checkpoint, single_path = tmp_path / "checkpoint_str", tmp_path / "delta_str"
     regex = rf"{database}\.t_(int|str)"
     try:
         # Not availableNow (its batches all end at the head seen at start): each batch reads
@@ -329,6 +385,12 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
         assert re.search(
             rf"batch {batch}: {re.escape(second)}: \d+ key\(s\) merged", resumed.stdout
         )
+        # The single-table road, on the string-keyed table alone, under the same writer.
+        single = _run(
+            server, database, single_checkpoint, single_path, "--available-now",
+            tables=rf"{database}\.t_str",
+        )  # fmt: skip
+        assert single.returncode == 0, single.stdout[-2000:] + single.stderr[-3000:]
     finally:
         stop.set()
         writer.join()
@@ -339,6 +401,15 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     caught_up = _run(server, database, checkpoint, root, "--available-now", tables=regex)
     assert caught_up.returncode == 0, caught_up.stdout[-2000:] + caught_up.stderr[-3000:]
     _assert_equal(server, database, tables, root)
+    single = _run(
+        server, database, single_checkpoint, single_path, "--available-now",
+        tables=rf"{database}\.t_str",
+    )  # fmt: skip
+    assert single.returncode == 0, single.stdout[-2000:] + single.stderr[-3000:]
+    _assert_equal(server, database, tables[1:], root, {second: single_path})
+    keys = [k for (k,) in _expected(server, database, tables[1])]
+    assert any(k.startswith("MOVED-N") and k.endswith(" ") for k in keys), keys[-20:]
+    assert any(k.startswith("moved-n") for k in keys), keys[-20:]
     for table in tables:
         applied = _applied_batches(root / table.name)
         assert applied == sorted(set(applied)), f"{table.name}: a batch applied twice"

@@ -1,7 +1,9 @@
 """examples/mysql_to_delta.py without a server: the envelope's JSON images parse to the
 typed columns the single-table output gives, on both roads (binlog images and snapshot
 text); a reset (op ``t``) drops every earlier row of its table; each table's MERGE is
-applied once per batch, whichever tables a crash left unapplied."""
+applied once per batch, whichever tables a crash left unapplied; keys are the source's
+collation-exact key bytes (``_key``), so keys the collation holds equal ('a', 'A', 'a ')
+are one row, spelled as the latest change spells it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import datetime as dt
 import importlib.util
 import json
 import sys
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 import deltalake
@@ -20,8 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_source.catalog import ColumnSpec, TableSchema
-from cdc_source.keys import time_literal
+from cdc_source.keys import sort_key, time_literal
 from reader.arrow_output import ArrowWriter, Emitted
+from reader.key_weights import WeightResolver
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
 
@@ -283,16 +286,19 @@ def test_after_last_reset_keeps_the_changes_after_the_last_reset():
     assert none is None and same == batch.slice(0, 1)
 
 
-def _mirror(tmp_path, name="m") -> example.DeltaMirror:
+def _mirror(tmp_path, name="m", table=OTHER, weights=None) -> example.DeltaMirror:
     schema = pa.schema([("k", pa.string()), ("n", pa.int32()), ("_seq", pa.string())])
-    return example.DeltaMirror(str(tmp_path / name), ["k"], "app", schema)
+    return example.DeltaMirror(str(tmp_path / name), table, "app", weights, schema)
 
 
 def _rows(path) -> dict:
-    return {
-        r["k"]: (r["n"], r["_seq"])
-        for r in deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
-    }
+    table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    assert table.column_names[-2:] == ["_seq", "_key"]
+    rows = {r["k"]: (r["n"], r["_seq"]) for r in table.to_pylist()}
+    assert len(rows) == table.num_rows
+    keys = table.column("_key").to_pylist()
+    assert len(set(keys)) == len(keys), "two rows of one key"
+    return rows
 
 
 def test_a_reset_deletes_every_older_row_and_later_changes_apply(tmp_path):
@@ -408,3 +414,245 @@ def test_several_tables_a_column_named_like_the_mirrors_own_is_refused(tmp_path)
     clash = TableSchema("db", "z", (_col("id", "int", "int"), _col("_seq", "int", "int")), ("id",))
     with pytest.raises(ValueError, match="_seq"):
         example.TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
+
+
+def test_several_tables_a_column_named_key_is_refused(tmp_path):
+    first, _ = _small_tables()
+    clash = TableSchema("db", "z", (_col("id", "int", "int"), _col("_key", "int", "int")), ("id",))
+    with pytest.raises(ValueError, match="_key"):
+        example.TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
+
+
+# -- keys compared the way the server compares them (_key) ------------------------------
+
+
+class _Server:
+    """Stands in for the server's ``WEIGHT_STRING`` under utf8mb4_general_ci (on ASCII:
+    case and trailing spaces do not count), behind the real :class:`WeightResolver`."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, list]] = []
+
+    def connect(self):
+        return _Connection(self)
+
+    @staticmethod
+    def weight(value: str) -> bytes:
+        return value.rstrip(" ").upper().encode("utf-16-be")
+
+    def resolver(self) -> WeightResolver:
+        return WeightResolver(self.connect)
+
+
+class _Connection:
+    open = True
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+
+    def cursor(self):
+        return _Cursor(self.server)
+
+    def close(self) -> None:
+        pass
+
+
+class _Cursor:
+    def __init__(self, server: _Server) -> None:
+        self.server, self.row = server, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def execute(self, query: str, params: list) -> None:
+        assert query.count("WEIGHT_STRING(") == len(params)
+        assert "COLLATE utf8mb4_general_ci" in query
+        self.server.queries.append((query, list(params)))
+        self.row = tuple(bytearray(self.server.weight(p)) for p in params)
+
+    def fetchone(self):
+        return self.row
+
+
+def _ci(name, data_type="varchar", column_type="varchar(10)", **kw) -> ColumnSpec:
+    return _col(
+        name, data_type, column_type, char_length=10, charset="utf8mb4",
+        collation="utf8mb4_general_ci", **kw,
+    )  # fmt: skip
+
+
+CI = TableSchema("db", "s", (_ci("k"), _col("n", "int", "int")), ("k",))
+
+
+def test_key_bytes_of_re_spelled_keys_are_equal_and_latest_changes_keeps_one_per_key():
+    """'a', 'A' and 'a ' are one key under utf8mb4_general_ci: one ``_key``, and the batch's
+    last change of it (the highest ``_seq``) is the one kept, with its spelling."""
+    server = _Server()
+    keys = example.KeyBytes(CI, server.resolver())
+    batch = _changes(
+        ("c", "a", 1, "10"), ("u", "A", 2, "11"), ("c", "b", 3, "12"), ("u", "a ", 4, "13"),
+        ("d", "B  ", 3, "14"), ("c", "c", 5, "15"),
+    )  # fmt: skip
+    with_keys = keys.add(batch)
+    key = with_keys.column("_key").to_pylist()
+    assert key[0] == key[1] == key[3] and key[2] == key[4]
+    assert len(set(key)) == 3
+    assert key == [
+        sort_key(CI, (k,), lambda _c, v: server.weight(v)) for k in batch["k"].to_pylist()
+    ]
+    latest = example.latest_changes(with_keys)
+    assert sorted((r["_op"], r["k"], r["_seq"]) for r in latest.to_pylist()) == [
+        ("c", "c", "15"), ("d", "B  ", "14"), ("u", "a ", "13"),
+    ]  # fmt: skip
+    assert len(server.queries) == 1  # the batch's distinct strings in one round trip
+    assert sorted(server.queries[0][1]) == ["A", "B  ", "a", "a ", "b", "c"]
+
+
+def test_latest_changes_groups_by_the_key_bytes_alone():
+    """Hand-built ``_key``: rows whose key columns differ are one key when their bytes are
+    equal, and rows with equal key columns but other bytes are two."""
+    batch = _changes(
+        ("c", "x", 1, "01"), ("u", "X", 2, "02"), ("c", "y", 3, "03"), ("u", "y", 4, "04")
+    ).append_column("_key", pa.array([b"\x01", b"\x01", b"\x02", b"\x03"], pa.binary()))
+    latest = example.latest_changes(batch)
+    assert latest["_seq"].to_pylist() == ["02", "03", "04"]
+
+
+def test_weights_are_fetched_in_batches_and_cached():
+    server = _Server()
+    keys = example.KeyBytes(CI, server.resolver())
+    values = [f"v{i:04d}" for i in range(1200)]
+    batch = _changes(*[("c", v, i, f"{i:05d}") for i, v in enumerate(values + values)])
+    first = keys(batch)
+    assert len(server.queries) == 3  # 1,200 distinct values, 500 a query
+    assert first.to_pylist()[:1200] == first.to_pylist()[1200:]
+    upper = _changes(*[("u", v.upper(), i, f"{i:05d}") for i, v in enumerate(values)])
+    assert keys(upper).to_pylist() == first.to_pylist()[:1200]
+    assert len(server.queries) == 6
+    keys(batch)
+    assert len(server.queries) == 6  # all cached
+
+
+def test_a_key_without_a_string_needs_no_server_and_a_string_key_needs_weights():
+    table = TableSchema("db", "i", (_col("id", "int", "int"), _col("n", "int", "int")), ("id",))
+    batch = pa.table({"id": pa.array([3, -1], pa.int32()), "n": pa.array([1, 2], pa.int32())})
+    assert example.KeyBytes(table)(batch).to_pylist() == [
+        sort_key(table, (3,)), sort_key(table, (-1,))
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="collation weights"):
+        example.KeyBytes(CI)
+
+
+KEY_COLUMNS = (
+    "id", "ti", "flag", "siu", "miu", "iu", "bi", "biu", "d10", "d38", "d65", "c", "vc", "bn",
+    "vb", "day", "dtm", "dtm6", "ts", "tm", "tm6", "yr",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "key",
+    [(name,) for name in KEY_COLUMNS]
+    + [("bi", "vc", "dtm6", "d10", "c"), ("tm6", "vc"), ("d65", "day", "bn", "ts", "yr")],
+)
+def test_key_bytes_of_typed_columns_equal_the_sources_sort_key(key):
+    """Per key type (and composite keys, on columns or row by row): ``_key`` of the typed
+    output, on both roads (single table, envelope), is :func:`sort_key` of the values the
+    source read (what the readers compare keys by)."""
+    records = [r for r in RECORDS[:3] if "0000-00-00" not in str([r[i] for i in _at(key)])]
+    table = TableSchema("db", "t", COLUMNS, key)
+    server = _Server()
+    rows = _emitted([("c", r) for r in records] + [("d", records[0])])
+    rows = [Emitted(table, e.op, e.before, e.after, e.seq, e.ts_ms) for e in rows]
+    with localcontext() as context:  # exact DECIMAL units (the default precision is 28)
+        context.prec = 100
+        want = [
+            sort_key(
+                table, tuple((e.after or e.before)[k] for k in key), lambda _c, v: server.weight(v)
+            )
+            for e in rows
+        ]
+    typed = _typed(rows, table)
+    assert example.KeyBytes(table, server.resolver())(typed).to_pylist() == want
+    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows)))
+    parsed = example.EnvelopeImages(table).changes(envelope)
+    assert example.KeyBytes(table, server.resolver())(parsed).to_pylist() == want
+
+
+def _at(key) -> list[int]:
+    return [TABLE.column_names.index(k) for k in key]
+
+
+def test_a_re_spelled_key_replaces_its_row_and_its_spelling(tmp_path):
+    """An update that only re-spells a key ('a' to 'A', 'b' to 'b  ') is one ``u`` with the
+    new spelling: the Delta table keeps one row, spelled anew; a later delete spelled
+    otherwise removes it; the same within one batch and after a reset."""
+    server = _Server()
+    mirror = _mirror(tmp_path, table=CI, weights=server.resolver())
+    mirror.apply(_changes(("r", "a", 1, "10"), ("r", "b", 2, "11"), ("r", "c", 3, "12")), 0)
+    mirror.apply(_changes(("u", "A", 4, "20"), ("u", "b  ", 5, "21")), 1)
+    assert _rows(tmp_path / "m") == {"A": (4, "20"), "b  ": (5, "21"), "c": (3, "12")}
+    batch = _changes(
+        ("d", "B", 5, "30"),  # deletes 'b  '
+        ("c", "x", 6, "31"),
+        ("u", "X", 7, "32"),
+        ("u", "x ", 8, "33"),  # one new row
+        ("u", "C", 9, "34"),
+        ("d", "c ", 9, "35"),
+        ("c", "c", 10, "36"),  # deleted, back
+    )
+    mirror.apply(batch, 2)
+    assert _rows(tmp_path / "m") == {"A": (4, "20"), "x ": (8, "33"), "c": (10, "36")}
+    mirror.apply(_changes(("u", "a", 11, "40"), ("t", None, None, "41"), ("c", "X", 12, "42")), 3)
+    assert _rows(tmp_path / "m") == {"X": (12, "42")}
+    # an older change does not replace a newer row, whatever its spelling
+    mirror.apply(_changes(("u", "x", 13, "39")), 4)
+    assert _rows(tmp_path / "m") == {"X": (12, "42")}
+
+
+def test_several_tables_re_spelled_keys_are_one_row(tmp_path):
+    """The envelope road: a table with a collated string key, re-spelled."""
+    first, _ = _small_tables()
+    server = _Server()
+    mirrors = example.TablesMirror(
+        str(tmp_path), [first, CI], str(tmp_path / "ck"), server.resolver()
+    )
+    mirrors.create()
+    mirrors.apply(
+        _envelope_rows(
+            ("s", "r", {"k": "p", "n": 1}, "10"), ("s", "r", {"k": "q", "n": 2}, "11"),
+            ("a", "r", {"id": 1, "v": "x"}, "12"),
+        ),
+        0,
+    )  # fmt: skip
+    mirrors.apply(
+        _envelope_rows(("s", "u", {"k": "P ", "n": 3}, "20"), ("s", "u", {"k": "Q", "n": 4}, "21")),
+        1,
+    )
+    assert _rows(tmp_path / "db.s") == {"P ": (3, "20"), "Q": (4, "21")}
+
+
+def test_a_delta_table_without_key_is_refused(tmp_path):
+    """A table written by an earlier version (no ``_key``) is refused with what to do,
+    before any change is applied to it."""
+    legacy = tmp_path / "m"
+    deltalake.write_deltalake(
+        str(legacy),
+        pa.table({"k": ["a"], "n": pa.array([1], pa.int32()), "_seq": ["10"]}),
+    )
+    mirror = _mirror(tmp_path)
+    with pytest.raises(example.LegacyTableError, match="no _key column.*rebuild it"):
+        mirror.check()
+    with pytest.raises(example.LegacyTableError):
+        mirror.apply(_changes(("c", "b", 2, "20")), 0)
+    assert deltalake.DeltaTable(str(legacy)).version() == 0
+    _mirror(tmp_path, "new").check()  # no table yet: nothing to refuse
+    first, second = _small_tables()
+    deltalake.write_deltalake(
+        str(tmp_path / "db.b"), pa.table({"k": ["a"], "n": pa.array([1], pa.int32())})
+    )
+    mirrors = example.TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
+    with pytest.raises(example.LegacyTableError, match="db.b"):
+        mirrors.create()
