@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from cdc_source.catalog import ColumnSpec, TableSchema
@@ -92,9 +92,14 @@ def _escaped(data: bytes) -> bytes:
     return data.replace(b"\x00", b"\x00\xff") + b"\x00\x00"
 
 
+_EXACT = Context(prec=100)  # DECIMAL has at most 65 digits; the default context keeps 28
+
+
 def _decimal_units(column: ColumnSpec, value: Decimal) -> int:
+    """The value in units of its last decimal place, exactly (a key of more than 28 digits
+    would be rounded, and two keys made one, in Python's default decimal context)."""
     scale = column.scale or 0
-    return int(Decimal(value).scaleb(scale).to_integral_value())
+    return int(Decimal(value).scaleb(scale, _EXACT).to_integral_value(context=_EXACT))
 
 
 def needs_weight(column: ColumnSpec) -> bool:

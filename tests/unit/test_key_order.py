@@ -115,6 +115,16 @@ def test_decimal(column, data):
     assert_order_and_prefix_free(column, data.draw(values), data.draw(values))
 
 
+def test_decimal_keys_that_differ_past_the_28th_digit_stay_apart_and_in_order():
+    """Python's default decimal context keeps 28 digits; DECIMAL keys have up to 65."""
+    low = Decimal("12345678901234567890123456789012345.123456789012345678901234567890")
+    high = Decimal("12345678901234567890123456789012345.123456789012345678901234567891")
+    assert encode_component(DEC_65_30, low) < encode_component(DEC_65_30, high)
+    assert encode_component(DEC_65_30, high.copy_negate()) < encode_component(
+        DEC_65_30, low.copy_negate()
+    )
+
+
 def test_decimal_equal_values_encode_equal():
     assert encode_component(DEC_10_2, Decimal("1.5")) == encode_component(DEC_10_2, Decimal("1.50"))
     assert encode_component(DEC_10_2, Decimal("-0.00")) == encode_component(DEC_10_2, Decimal(0))
