@@ -222,9 +222,24 @@ def check_binlog_contents(conn, tables: list[TableSchema]) -> list[str]:
     return notes
 
 
+def check_retention_at_start(conn) -> None:
+    """Binlogs that would be purged almost at once (RDS with ``binlog retention hours``
+    NULL) refuse the query: the stream would lose changes whenever it is a little behind.
+    Retention under a day is a WARN line with the remedy (``cdc-mysql check`` says the
+    same)."""
+    from cdc_source.requirements import FAIL, WARN, check_retention
+
+    for finding in check_retention(conn):
+        if finding.status == FAIL:
+            raise PreflightError(f"{finding.detail}; {finding.fix}")
+        if finding.status == WARN:
+            log.warning("preflight: %s; %s", finding.detail, finding.fix)
+
+
 def run_preflight(conn, connect, options: SourceOptions) -> list[TableSchema]:
     """``connect``: opens another connection (the dump handshake needs its own)."""
     check_server_settings(conn)
+    check_retention_at_start(conn)
     check_binlog_access(conn, connect, options)
     tables = check_tables(conn, options)
     from cdc_source.visibility import describe, read_traits

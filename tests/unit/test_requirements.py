@@ -202,3 +202,20 @@ def test_a_refused_head_read_names_the_privilege(code):
     with pytest.raises(HeadPrivilegeError, match="REPLICATION CLIENT"):
         read_head(conn)
     assert conn.ran == ["SHOW BINARY LOG STATUS"]
+
+
+def test_a_query_refuses_binlogs_purged_at_once_and_warns_of_short_retention(caplog):
+    from cdc_source.preflight import PreflightError, check_retention_at_start
+
+    null = RecordedServer(
+        {"CALL mysql.rds_show_configuration": [("binlog retention hours", None, "...")]}
+    )
+    with pytest.raises(PreflightError, match="rds_set_configuration"):
+        check_retention_at_start(null)
+    short = RecordedServer(
+        {"CALL mysql.rds_show_configuration": [("binlog retention hours", "2", "...")]}
+    )
+    with caplog.at_level("WARNING", logger="cdc_mysql"):
+        check_retention_at_start(short)
+    assert "7200 s" in caplog.text and "binlog_expire_logs_seconds" in caplog.text
+    check_retention_at_start(RecordedServer(_variables(binlog_expire_logs_seconds=604800)))
