@@ -20,6 +20,7 @@ from tests.integration.replication import (
     binlog_status,
     proxy_connect,
 )
+from tests.integration.streams import wait_for
 
 ONE_DECODER = True  # no binlog rows are decoded here
 
@@ -155,7 +156,7 @@ def test_the_proxy_carries_a_dump_byte_for_byte_and_many_connections(pair, proxy
     assert proxy.connections == 41
     assert proxy.cuts == 0
     # orderly closes are passed on: the proxy lets every finished connection go
-    _eventually(lambda: proxy.open_connections == 0)
+    wait_for(lambda: proxy.open_connections == 0, 10, "the proxy to close its connections")
 
 
 def test_a_switch_resets_every_connection_and_new_ones_reach_the_replica(pair, proxy):
@@ -167,7 +168,7 @@ def test_a_switch_resets_every_connection_and_new_ones_reach_the_replica(pair, p
     next(dump)  # the stream is open (a blocking dump: the server keeps it open)
     raw = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     assert raw.recv(1 << 16)  # the server's greeting
-    _eventually(lambda: proxy.open_connections == 3)
+    wait_for(lambda: proxy.open_connections == 3, 10, "three connections through the proxy")
 
     assert proxy.switch(pair.replica.info.port) == 3
     assert proxy.backend_port == pair.replica.info.port
@@ -225,12 +226,3 @@ def test_promote_makes_the_replica_take_writes_under_its_own_server_id(pair):
     assert pair.primary.query("SELECT id FROM t WHERE id = 5", database="harness") == []
     with pytest.raises(RuntimeError):
         pair.wait_caught_up()
-
-
-def _eventually(condition, timeout: float = 10.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true in time"
-        time.sleep(0.05)
