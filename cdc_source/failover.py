@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cdc_source.binlog.gtid_scan import GtidLocateError, locate
+from cdc_source.mysql_client import binary_logs
 from cdc_source.offsets import BinlogPosition
 
 
@@ -44,10 +45,5 @@ def relocate(position: BinlogPosition, open_dump, files: list[str], flavor: str)
 
 
 def binlog_files(conn) -> list[str]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        return [_text(row[0]) for row in cur.fetchall()]
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+    """The server's binlog file names, oldest first."""
+    return [name for name, _ in binary_logs(conn)]

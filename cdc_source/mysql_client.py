@@ -110,10 +110,10 @@ class HeadPrivilegeError(SourceConnectionError):
 def _server_version(conn) -> str:
     info = getattr(conn, "get_server_info", None)  # PyMySQL and mysqlclient connections
     if info is not None:
-        return _text(info())
+        return as_text(info())
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION()")
-        return _text(cur.fetchone()[0])
+        return as_text(cur.fetchone()[0])
 
 
 def read_head(conn) -> tuple[str, int, str, int]:
@@ -148,8 +148,8 @@ def read_head(conn) -> tuple[str, int, str, int]:
         raise SourceConnectionError(
             f"the server has no binlog ({statement} is empty): enable log_bin"
         )
-    file, pos = _text(row[0]), int(row[1])
-    gtids = _text(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
+    file, pos = as_text(row[0]), int(row[1])
+    gtids = as_text(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
     return file, pos, gtids, int(time.time() * 1000)
 
 
@@ -185,14 +185,22 @@ def server_identity(conn) -> str:
     nodes may; there the check below cannot tell them apart)."""
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')")
-        found = {_text(name).lower(): _text(value) for name, value in cur.fetchall()}
+        found = {as_text(name).lower(): as_text(value) for name, value in cur.fetchall()}
     return " ".join(
         f"{name}={found[name]}" for name in ("server_id", "server_uuid") if name in found
     )
 
 
-def _text(value) -> str:
+def as_text(value) -> str:
+    """A server value as text (a client may hand over bytes)."""
     return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def binary_logs(conn) -> list[tuple[str, int]]:
+    """``SHOW BINARY LOGS``: the server's binlog files, oldest first, with their sizes."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [(as_text(row[0]), int(row[1])) for row in cur.fetchall()]
 
 
 class SameServer:

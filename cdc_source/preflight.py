@@ -8,7 +8,7 @@ import pymysql
 
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.keys import KeyTypeError, encode_component
-from cdc_source.mysql_client import variables
+from cdc_source.mysql_client import binary_logs, variables
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import SourceOptions
 from cdc_source.types import spark_type
@@ -156,9 +156,7 @@ def check_binlog_available(conn, position: BinlogPosition) -> None:
     not the one the position was read on (a fail-over to a server whose binlog files have
     the same names) or it lost binlog events it had reported (a crash with sync_binlog
     other than 1); reading on would mix two histories."""
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
+    sizes = dict(binary_logs(conn))
     if position.file not in sizes:
         raise PreflightError(
             f"the checkpoint resumes at binlog file {position.file}, which the server no "

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.xa import Position, XaTracker, track
+from cdc_source.mysql_client import binary_logs
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy, is_transient, retrying
@@ -113,9 +114,8 @@ class XaWatermark:
         """The binlog files and the prepared XA transactions (see :func:`_recovered`)."""
         conn = self._connect()
         try:
+            files = [name for name, _ in binary_logs(conn)]
             with conn.cursor() as cur:
-                cur.execute("SHOW BINARY LOGS")
-                files = [str(row[0]) for row in cur.fetchall()]
                 return files, _recovered(cur)
         finally:
             conn.close()

@@ -21,7 +21,7 @@ from cdc_source.catalog import TableSchema
 from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql
-from cdc_source.mysql_client import SameServer, quote_ident, read_head
+from cdc_source.mysql_client import SameServer, as_text, quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
@@ -77,7 +77,7 @@ def _snapshot_status(conn) -> BinlogPosition | None:
     """MariaDB's and Percona's exact binlog position of the open snapshot."""
     with conn.cursor() as cur:
         cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        status = {_text(k).lower(): _text(v) for k, v in cur.fetchall()}
+        status = {as_text(k).lower(): as_text(v) for k, v in cur.fetchall()}
     if not status.get("binlog_snapshot_file"):
         return None
     return BinlogPosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
@@ -129,10 +129,6 @@ def _open_after_gtid_wait(conn, task: ChunkTask) -> BinlogPosition:
         "(scan.snapshot.gtid-wait.timeout): a commit is held up on the server (semi-sync "
         "waiting for a replica, binlog_group_commit_sync_delay, a long flush)"
     )
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def select_sql(chunk: ChunkSpec) -> tuple[str, list]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from cdc_source.mysql_client import SameServer
+from cdc_source.mysql_client import SameServer, binary_logs
 from cdc_source.retry import TRANSIENT_CODES, RetryPolicy, resumed
 
 if TYPE_CHECKING:
@@ -257,15 +257,11 @@ def server_has_written(conn, position: tuple[int, int]) -> bool:
     """Whether the server's binlog files reach ``position`` (file number, offset)."""
     from cdc_source.offsets import file_number
 
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        files = [(file_number(_text(row[0])), int(row[1])) for row in cur.fetchall()]
     number, offset = position
-    return any(n > number or (n == number and size >= offset) for n, size in files)
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+    return any(
+        file_number(name) > number or (file_number(name) == number and size >= offset)
+        for name, size in binary_logs(conn)
+    )
 
 
 def _close(conn) -> None:

@@ -56,12 +56,6 @@ def binlog_lag(
     return max(0, sizes[first] - position.pos) + sum(sizes[first + 1 : last]) + head.pos
 
 
-def _binary_logs(conn) -> list[tuple[str, int]]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        return [(str(row[0]), int(row[1])) for row in cur.fetchall()]
-
-
 def _rows_at_most(conn, schema: TableSchema, after: list) -> int:
     from cdc_source.key_sql import key_at_most
     from cdc_source.keys import key_from_json
@@ -103,7 +97,7 @@ def server_report(
     tables named in the offsets are looked up.
     """
     from cdc_source.catalog import discover_tables
-    from cdc_source.mysql_client import connect, read_head
+    from cdc_source.mysql_client import binary_logs, connect, read_head
     from cdc_source.options import parse_options
 
     options = dict(raw_options)
@@ -120,7 +114,7 @@ def server_report(
         head = BinlogPosition(file, pos, gtids, ts)
         lag, note = None, None
         if offset is not None and offset.binlog is not None:
-            lag = binlog_lag(offset.binlog, head, _binary_logs(conn))
+            lag = binlog_lag(offset.binlog, head, binary_logs(conn))
             if lag is None:
                 note = f"{offset.binlog.file} is no longer on the server (purged?)"
         if listed:
