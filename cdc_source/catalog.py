@@ -37,6 +37,7 @@ class ColumnSpec:
     # PAD_ATTRIBUTE): True for NO PAD, False for PAD SPACE, None where the server does not
     # report it (MySQL 5.7, MariaDB before 12.1); ``pad_space`` then reads the name.
     no_pad: bool | None = None
+    collation_id: int | None = None  # COLLATIONS.ID: what a binlog TABLE_MAP names it by
 
     @property
     def unsigned(self) -> bool:
@@ -102,6 +103,12 @@ class TableSchema:
     primary_key: tuple[str, ...]
     estimated_rows: int = 0
     avg_row_bytes: int = 0  # information_schema.TABLES.AVG_ROW_LENGTH: sizes batches
+    # Where this schema is known to hold: the binlog head (file number, pos) read just
+    # before the catalog was, on server ``read_on``. A row event after it whose table
+    # differs is a change the query has not seen (reader.schema_drift); before it, rows
+    # are of an earlier shape and are placed by column name.
+    read_at: tuple[int, int] | None = None
+    read_on: str = ""
 
     @property
     def name(self) -> str:
@@ -165,6 +172,15 @@ def _as_str(value) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def collation_ids(description, rows) -> dict[str, int]:
+    """``{collation: id}`` from ``SELECT * FROM information_schema.COLLATIONS``."""
+    names = [_as_str(column[0]).upper() for column in description or ()]
+    if "ID" not in names or "COLLATION_NAME" not in names:
+        return {}
+    name_at, id_at = names.index("COLLATION_NAME"), names.index("ID")
+    return {_as_str(row[name_at]): int(row[id_at]) for row in rows if row[id_at] is not None}
+
+
 def pad_attributes(description, rows) -> dict[str, bool]:
     """``{collation: no_pad}`` from ``SELECT * FROM information_schema.COLLATIONS`` (the
     cursor's description and rows); empty where the server has no PAD_ATTRIBUTE column."""
@@ -180,12 +196,14 @@ def pad_attributes(description, rows) -> dict[str, bool]:
     return result
 
 
-def _read_pad_attributes(cur, collations: set[str]) -> dict[str, bool]:
+def _read_collations(cur, collations: set[str]) -> tuple[dict[str, bool], dict[str, int]]:
+    """The pad attribute and the id of each collation in use."""
     if not collations:
-        return {}
+        return {}, {}
     names = sorted(collations)
     cur.execute(_COLLATIONS_SQL.format(", ".join(["%s"] * len(names))), names)
-    return pad_attributes(cur.description, cur.fetchall())
+    rows = cur.fetchall()
+    return pad_attributes(cur.description, rows), collation_ids(cur.description, rows)
 
 
 def discover_tables(conn, matches) -> list[TableSchema]:
@@ -201,7 +219,7 @@ def discover_tables(conn, matches) -> list[TableSchema]:
             return []
         cur.execute(_COLUMNS_SQL)
         rows = [row for row in cur.fetchall() if (_as_str(row[0]), _as_str(row[1])) in tables]
-        no_pad = _read_pad_attributes(cur, {_as_str(row[11]) for row in rows if row[11]})
+        no_pad, ids = _read_collations(cur, {_as_str(row[11]) for row in rows if row[11]})
         columns: dict[tuple[str, str], list[ColumnSpec]] = {}
         for row in rows:
             key = (_as_str(row[0]), _as_str(row[1]))
@@ -219,6 +237,7 @@ def discover_tables(conn, matches) -> list[TableSchema]:
                     collation=_as_str(row[11]),
                     fsp=int(row[12] or 0),
                     no_pad=no_pad.get(_as_str(row[11])),
+                    collation_id=ids.get(_as_str(row[11])),
                 )
             )
         cur.execute(_KEYS_SQL)

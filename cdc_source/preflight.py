@@ -70,7 +70,7 @@ def check_binlog_access(conn, connect, options: SourceOptions) -> None:
 
 
 def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
-    tables = discover_tables(conn, options.matches)
+    tables = read_schemas(conn, options.matches)
     if not tables:
         raise PreflightError(
             f"no table matches database-name '{options.database_pattern}' and table-name "
@@ -83,6 +83,25 @@ def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
         raise PreflightError("; ".join(problems))
     _check_select(conn, tables, options.username)
     return tables
+
+
+def read_schemas(conn, matches) -> list[TableSchema]:
+    """The matching tables' schemas, each stamped with where it is known to hold: the head
+    read just before the catalog (``TableSchema.read_at``). A change written before that
+    position is in the schema read; rows of an earlier shape are then placed by column
+    name, and a row event after it of another shape is a change the query has not seen
+    (:mod:`reader.schema_drift`)."""
+    from dataclasses import replace
+
+    from cdc_source.mysql_client import read_head, server_identity
+    from cdc_source.offsets import file_number
+
+    file, pos, _, _ = read_head(conn)
+    identity = server_identity(conn)
+    return [
+        replace(t, read_at=(file_number(file), pos), read_on=identity)
+        for t in discover_tables(conn, matches)
+    ]
 
 
 def table_problems(tables: list[TableSchema]) -> list[str]:

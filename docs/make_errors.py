@@ -114,13 +114,16 @@ CLASSES: dict[str, tuple[str, str]] = {
         "exclude the table with table-name, or change the column's type",
     ),
     "SchemaChangedError": (
-        "a captured table lost a column while the query ran",
-        "restart the query with a new checkpoint to snapshot the new shape",
+        "a captured table was altered while the query ran (a column added, dropped, renamed "
+        "or retyped; typed output), or its primary key changed (any output)",
+        "restart the query with the same checkpoint: it reads the new schema and continues "
+        "from its last committed batch with the new output schema; a changed primary key "
+        "needs a new query (new checkpoint location)",
     ),
     "BinlogSchemaMismatchError": (
-        "a binlog row does not fit the query's schema (a column retyped by ALTER TABLE, an "
-        "unsupported character set)",
-        "restart the query (a new checkpoint for a retyped column)",
+        "a binlog value cannot be converted (an unsupported character set, an ENUM index "
+        "beyond its members)",
+        "exclude the table, or convert the column",
     ),
     "BinlogRangeError": (
         "the server's binlog is shorter than a position it reported: events were lost "

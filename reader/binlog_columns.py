@@ -13,13 +13,72 @@ import json
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_type
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.table_map import Column
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSchema
-from cdc_source.types import SPARK_MAX_DECIMAL
+from cdc_source.types import SPARK_MAX_DECIMAL, spark_type
 from reader import json_binary
 from reader.binlog_range import ChangeBlock
+from reader.schema_drift import (
+    CharsetOf,
+    SchemaChangedError,
+    binlog_column_spec,
+    changes,
+    column_change,
+    event_schema,
+    primary_key_change,
+)
+
+
+def _no_charsets(collation_id: int) -> str:
+    raise SchemaChangedError(
+        f"a binlog column with collation id {collation_id} is not in the query's schema"
+    )
+
+
+def _written_after(block: ChangeBlock, known_at: tuple[int, int] | None) -> bool:
+    """Whether a row of ``block`` was written after ``known_at`` (unknown: assume so)."""
+    if known_at is None:
+        return True
+    last = (int(block.file_number[-1]), int(block.end_pos[-1]))
+    return last > known_at
+
+
+def _changed_error(
+    schema: TableSchema,
+    block: ChangeBlock,
+    differences: list[str],
+    known_at: tuple[int, int] | None,
+    key_change: str | None,
+) -> SchemaChangedError:
+    if known_at is None:
+        first = 0
+    else:
+        after = (block.file_number > known_at[0]) | (
+            (block.file_number == known_at[0]) & (block.end_pos > known_at[1])
+        )
+        first = int(after.argmax()) if after.any() else 0
+    where = f"binlog file #{int(block.file_number[first])} position {int(block.end_pos[first])}"
+    if key_change:
+        remedy = (
+            "The primary key orders and merges a table's changes, so the capture cannot go on "
+            "across this change: start a new query (new checkpoint location) to snapshot the "
+            "table again"
+        )
+    else:
+        remedy = (
+            "The query's output schema is read when it starts: restart the query (same "
+            "checkpoint) and it reads the new schema and continues from its last committed "
+            "batch, with the new output schema (a sink such as Delta follows with "
+            "mergeSchema); rows written before the change keep their values by column name, "
+            "NULL for columns they did not have"
+        )
+    return SchemaChangedError(
+        f"{schema.name} was altered while the query ran, at {where}: "
+        f"{'; '.join(differences)}. {remedy}"
+    )
 
 
 class BinlogSchemaMismatchError(RuntimeError):
@@ -60,53 +119,6 @@ _CODECS = {
     "macroman": "mac_roman",
     "armscii8": "armscii8",
 }
-
-_INTEGER_BINLOG = {c.T_TINY, c.T_SHORT, c.T_INT24, c.T_LONG, c.T_LONGLONG}
-_TEXT_BINLOG = {
-    c.T_VARCHAR,
-    c.T_VAR_STRING,
-    c.T_STRING,
-    c.T_BLOB,
-    c.T_TINY_BLOB,
-    c.T_MEDIUM_BLOB,
-    c.T_LONG_BLOB,
-}
-_EXPECTED = {
-    "tinyint": _INTEGER_BINLOG,
-    "smallint": _INTEGER_BINLOG,
-    "mediumint": _INTEGER_BINLOG,
-    "int": _INTEGER_BINLOG,
-    "integer": _INTEGER_BINLOG,
-    "bigint": _INTEGER_BINLOG,
-    "decimal": {c.T_NEWDECIMAL},
-    "float": {c.T_FLOAT},
-    "double": {c.T_DOUBLE},
-    "real": {c.T_DOUBLE},
-    "bit": {c.T_BIT},
-    "date": {c.T_DATE, c.T_NEWDATE},
-    "datetime": {c.T_DATETIME2, c.T_DATETIME},
-    "timestamp": {c.T_TIMESTAMP2, c.T_TIMESTAMP},
-    "time": {c.T_TIME2, c.T_TIME},
-    "year": {c.T_YEAR},
-    "enum": {c.T_ENUM},
-    "set": {c.T_SET},
-    "json": {c.T_JSON, *_TEXT_BINLOG},
-}
-
-
-def _expected(spec: ColumnSpec) -> set[int]:
-    if spec.data_type in STRING_TYPES or spec.data_type in BINARY_TYPES:
-        return _TEXT_BINLOG
-    return _EXPECTED.get(spec.data_type, set())
-
-
-def check_column(spec: ColumnSpec, column: Column, table: str, where: str) -> None:
-    if column.type not in _expected(spec):
-        raise BinlogSchemaMismatchError(
-            f"column {spec.name!r} of {table} has binlog type {column.type} at {where}, but "
-            f"the query's schema has it as {spec.column_type}: the table was altered while the "
-            "query ran. Restart the query to read the new schema"
-        )
 
 
 def canonical_column(
@@ -194,19 +206,52 @@ def _set_text(masks: pa.Array, members: tuple[str, ...]) -> pa.Array:
 
 
 class ImageColumns:
-    """The canonical output columns of a block's before- and after-images, by schema
-    column (NULL for a column the binlog rows do not have), built on first use."""
+    """The canonical output columns of a block's before- and after-images.
 
-    def __init__(self, schema: TableSchema, block: ChangeBlock, types: list[pa.DataType]):
-        self.schema = schema
+    Typed output (``strict``): by the query's schema columns, placed by name. A block in
+    another shape than the schema (:mod:`reader.schema_drift`) is accepted only when all
+    its rows were written at or before ``known_at``, where the schema was read: then a
+    column it lacks is NULL and a retyped column's values are cast to the new type; a
+    row after ``known_at`` in another shape raises :class:`SchemaChangedError`.
+
+    Envelope output (not ``strict``): by the block's own columns (``self.schema`` is the
+    table as the event writes it), so images carry the columns their rows had."""
+
+    def __init__(
+        self,
+        schema: TableSchema,
+        block: ChangeBlock,
+        types: list[pa.DataType],
+        *,
+        strict: bool = True,
+        known_at: tuple[int, int] | None = None,
+        charsets: CharsetOf | None = None,
+    ):
         self.block = block
+        table_map = block.table_map
+        differences = changes(schema, table_map)
+        key_change = primary_key_change(schema, table_map)
+        if differences and (key_change or (strict and _written_after(block, known_at))):
+            raise _changed_error(schema, block, differences, known_at, key_change)
+        charsets = charsets or _no_charsets
+        if differences and not strict:
+            schema = event_schema(schema, table_map, charsets)
+            types = [to_arrow_type(spark_type(spec), timezone="UTC") for spec in schema.columns]
+        self.schema = schema
         self.types = types
-        positions = {column.name: i for i, column in enumerate(block.table_map.columns)}
+        positions = {column.name: i for i, column in enumerate(table_map.columns)}
         self.positions = [positions.get(spec.name) for spec in schema.columns]
-        where = f"{block.table} rows ending at position {int(block.end_pos[0])}"
+        # The spec each present column's values are decoded by: the schema's own, or, for a
+        # column retyped since the rows were written, the binlog's (then cast).
+        self.sources: list[ColumnSpec | None] = []
         for spec, position in zip(schema.columns, self.positions):
-            if position is not None:
-                check_column(spec, block.table_map.columns[position], block.table, where)
+            if position is None:
+                self.sources.append(None)
+                continue
+            column = table_map.columns[position]
+            self.sources.append(
+                spec if not column_change(spec, column) else binlog_column_spec(column, charsets)
+            )
         self._cache: dict[tuple[str, int], pa.Array] = {}
 
     def column(self, side: str, index: int) -> pa.Array:
@@ -219,14 +264,37 @@ class ImageColumns:
                 raw = (self.block.rows.before if side == "before" else self.block.rows.after)[
                     position
                 ]
-                spec = self.schema.columns[index]
                 column = self.block.table_map.columns[position]
-                self._cache[key] = canonical_column(spec, column, raw, self.types[index])
+                spec, source = self.schema.columns[index], self.sources[index]
+                if source is spec:
+                    self._cache[key] = canonical_column(spec, column, raw, self.types[index])
+                else:
+                    self._cache[key] = self._retyped(spec, source, column, raw, index)
         return self._cache[key]
 
-    def raw(self, side: str, index: int) -> pa.Array:
+    def _retyped(
+        self, spec: ColumnSpec, source: ColumnSpec, column: Column, raw: pa.Array, index: int
+    ) -> pa.Array:
+        """Values written before ``spec``'s column was retyped, in its new type: decoded as
+        written, then cast the way Arrow casts (exact, or an error: never a value changed
+        silently)."""
+        written = canonical_column(
+            source, column, raw, to_arrow_type(spark_type(source), timezone="UTC")
+        )
+        try:
+            return pc.cast(written, self.types[index], safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise SchemaChangedError(
+                f"{self.block.table}: values of column {spec.name} written as "
+                f"{source.column_type} (rows ending at binlog position "
+                f"{int(self.block.end_pos[-1])}) cannot be cast to its type now, "
+                f"{spec.column_type}: {err}. Start a new query (new checkpoint location) to "
+                "snapshot the table again"
+            ) from None
+
+    def raw(self, side: str, name: str) -> pa.Array:
         """A column as decoded (physical form), for exact comparisons of key values."""
-        position = self.positions[index]
+        position = self.positions[self.schema.column_names.index(name)]
         if position is None:
             return pa.nulls(self.block.num_rows, pa.int64())
         return (self.block.rows.before if side == "before" else self.block.rows.after)[position]

@@ -28,6 +28,7 @@ from reader.binlog_range import ChangeBlock, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
 from reader.key_weights import WeightResolver
 from reader.row_decoding import native_splitter
+from reader.schema_drift import known_at, server_charsets
 
 _OPS = np.array([INSERT, UPDATE, DELETE], dtype=object)
 _OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
@@ -47,6 +48,7 @@ class BinlogReader:
         self.policy = policy or RetryPolicy(max_retries=0)
         self.tables = {t.name: t for t in task.tables}
         self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
+        self.charsets = server_charsets(lambda: connect(connection_kwargs))
 
     def _ownership(self) -> Ownership:
         cursor = self.task.owned_at
@@ -90,8 +92,15 @@ class BinlogReader:
         self, writer: ArrowWriter, ownership: Ownership, block: ChangeBlock
     ) -> Iterator[pa.RecordBatch]:
         schema = self.tables[block.table]
-        types = writer.column_types(schema)
-        images = ImageColumns(schema, block, types)
+        images = ImageColumns(
+            schema,
+            block,
+            writer.column_types(schema),
+            strict=not writer.envelope,
+            known_at=known_at(schema, self.task.server),
+            charsets=self.charsets,
+        )
+        types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
         has_after = block.rows.has_after.to_numpy(zero_copy_only=False)
         update = has_before & has_after
@@ -125,7 +134,7 @@ class BinlogReader:
         )
         ts_ms = pa.array(block.timestamp[rows] * 1000, pa.int64())
         if writer.envelope:
-            yield from self._envelope(writer, schema, images, rows, ops, seq, ts_ms)
+            yield from self._envelope(writer, images.schema, images, rows, ops, seq, ts_ms)
             return
         take = pa.array(rows)
         use_before = pa.array(ops == _OP_DELETE)
@@ -164,9 +173,8 @@ class BinlogReader:
         same = np.ones(len(update), dtype=bool)
         weighted = False
         for name in schema.primary_key:
-            index = schema.column_names.index(name)
             # The decoded values, not the output ones: TINYINT(1) 2 and 3 are both true.
-            before, after = images.raw("before", index), images.raw("after", index)
+            before, after = images.raw("before", name), images.raw("after", name)
             equal = pc.fill_null(pc.equal(before, after), False).to_numpy(zero_copy_only=False)
             if needs_weight(schema.column(name)):
                 weighted = weighted or bool((update & ~equal).any())
@@ -204,10 +212,9 @@ class BinlogReader:
         key_columns = schema.key_columns
         if len(key_columns) == 1 and key_columns[0].data_type in INTEGER_TYPES:
             (after,) = key_from_json(schema, self.task.owned_at.after)
-            index = schema.column_names.index(key_columns[0].name)
             result = []
             for side, present in (("before", has_before), ("after", has_after)):
-                values = images.raw(side, index)
+                values = images.raw(side, key_columns[0].name)
                 bound = pa.scalar(after).cast(values.type)
                 owned = pc.fill_null(pc.less_equal(values, bound), False)
                 result.append(owned.to_numpy(zero_copy_only=False) & present)

@@ -43,11 +43,8 @@ from reader.normalize import (
     untouched_rows,
 )
 from reader.row_decoding import native_splitter
+from reader.schema_drift import SchemaChangedError, known_at, server_charsets
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
-
-
-class SchemaChangedError(RuntimeError):
-    """A captured table no longer has the columns the query started with."""
 
 
 class SnapshotVisibilityError(RuntimeError):
@@ -164,6 +161,7 @@ class ChunkReader:
         self.connect = connect
         self.policy = policy or RetryPolicy(max_retries=0)
         self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
+        self.charsets = server_charsets(lambda: connect(connection_kwargs))
 
     def record_batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
         names = sorted({c.table.name for c in self.task.chunks})
@@ -244,7 +242,14 @@ class ChunkReader:
         positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
         for block in reader.blocks():
             schema = tables[block.table]
-            images = ImageColumns(schema, block, writer.column_types(schema))
+            images = ImageColumns(
+                schema,
+                block,
+                writer.column_types(schema),
+                strict=not writer.envelope,
+                known_at=known_at(schema, self.task.server),
+                charsets=self.charsets,
+            )
             befores = images.python_images("before")
             afters = images.python_images("after")
             pairs = self.weights.image_sort_keys(schema, list(zip(befores, afters)))
@@ -273,9 +278,10 @@ class ChunkReader:
         except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
             if err.args and err.args[0] == 1054:  # unknown column
                 raise SchemaChangedError(
-                    f"{chunk.table.name} lost a column since the query started "
-                    f"({err.args[1]}); the output schema is fixed per query: start a new "
-                    "query with a new checkpoint location to snapshot the new shape"
+                    f"{chunk.table.name} was altered while the query ran: a column is gone "
+                    f"({err.args[1]}). Restart the query (same checkpoint): it reads the new "
+                    "schema and continues from its last committed batch with the new output "
+                    "schema"
                 ) from None
             raise
 

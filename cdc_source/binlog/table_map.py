@@ -74,6 +74,10 @@ class Column:
     unsigned: bool
     nullable: bool
     collation: int | None
+    # ENUM/SET member strings (binlog_row_metadata=FULL: ENUM_STR_VALUE, SET_STR_VALUE);
+    # None where the event does not carry them. They tell a changed member list, which
+    # the stored index alone would not.
+    members: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class TableMap:
     database: str
     table: str
     columns: tuple[Column, ...]
+    # The primary key's column names (SIMPLE_PRIMARY_KEY / PRIMARY_KEY_WITH_PREFIX), None
+    # where the event does not carry it.
+    primary_key: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -139,6 +146,7 @@ def parse_table_map(body: bytes, post_header_len: int, mariadb: bool = False) ->
         )
     signed_bits = fields.get(SIGNEDNESS, b"")
     collations = _collations(fields, types, metas, mariadb)
+    members = _members(fields, types, metas)
     columns = []
     numeric_index = 0
     for i, (column_type, meta) in enumerate(zip(types, metas)):
@@ -159,9 +167,31 @@ def parse_table_map(body: bytes, post_header_len: int, mariadb: bool = False) ->
                 unsigned,
                 bool(nullable[i // 8] & (1 << (i % 8))),
                 collations.get(i),
+                members.get(i),
             )
         )
-    return TableMap(table_id, database, table, tuple(columns))
+    key = fields.get(SIMPLE_PRIMARY_KEY)
+    if key is not None and any(i >= count for i in key):
+        raise MalformedEventError(
+            f"the TABLE_MAP of {database}.{table} names primary key column {max(key)} of {count}"
+        )
+    primary_key = None if key is None else tuple(names[i] for i in key)
+    return TableMap(table_id, database, table, tuple(columns), primary_key)
+
+
+def _members(fields: dict, types: bytes, metas: list[int]) -> dict[int, tuple[str, ...]]:
+    """Member strings by column index. The server lists them for its ENUM columns in
+    column order (ENUM_STR_VALUE), and likewise for SET (``Table_map_log_event::
+    init_set_str_value_field``); a STRING column's real type says which it is."""
+    kinds = [_resolve_string(m)[0] if t == c.T_STRING else t for t, m in zip(types, metas)]
+    result: dict[int, tuple[str, ...]] = {}
+    for kind, field in ((c.T_ENUM, ENUM_STR_VALUE), (c.T_SET, SET_STR_VALUE)):
+        lists = fields.get(field)
+        if lists is None:
+            continue
+        indexes = [i for i, k in enumerate(kinds) if k == kind]
+        result.update(zip(indexes, lists))
+    return result
 
 
 def _is_character(column_type: int, meta: int, mariadb: bool) -> bool:
@@ -216,5 +246,24 @@ def _optional_metadata(cur: Cursor) -> dict:
             while value.remaining():
                 pairs.append((value.lenenc(), value.lenenc()))
             fields[kind] = (default, pairs)
-        # Enum/set strings, primary key and visibility are known from the table's schema.
+        elif kind in (ENUM_STR_VALUE, SET_STR_VALUE):
+            lists = []
+            while value.remaining():
+                count = value.lenenc()
+                lists.append(
+                    tuple(value.lenenc_bytes().decode("utf-8", "replace") for _ in range(count))
+                )
+            fields[kind] = lists
+        elif kind == SIMPLE_PRIMARY_KEY:
+            key = []
+            while value.remaining():
+                key.append(value.lenenc())
+            fields[kind] = key
+        elif kind == PRIMARY_KEY_WITH_PREFIX:  # (column, prefix length) pairs
+            key = []
+            while value.remaining():
+                key.append(value.lenenc())
+                value.lenenc()
+            fields[SIMPLE_PRIMARY_KEY] = key
+        # Column visibility and geometry types do not change what a row image holds.
     return fields

@@ -166,8 +166,20 @@ def format_description(checksum: bool = True, row_post_header: int = 10) -> byte
     return data + struct.pack("<I", zlib.crc32(data) if checksum else 0)
 
 
-def table_map_body(table_id: int, db: str, table: str, columns: list[tuple]) -> bytes:
-    """``columns``: (name, type, meta bytes, nullable, unsigned)."""
+def table_map_body(
+    table_id: int,
+    db: str,
+    table: str,
+    columns: list[tuple],
+    enum_values: list[list[str]] | None = None,
+    set_values: list[list[str]] | None = None,
+    primary_key: list[int] | None = None,
+) -> bytes:
+    """``columns``: (name, type, meta bytes, nullable, unsigned). The optional metadata
+    fields follow MySQL's ``Table_map_log_event`` (libbinlogevents rows_event.h,
+    ``Optional_metadata_field_type``): SET_STR_VALUE 5 and ENUM_STR_VALUE 6 list, per
+    column of that kind, a packed count then packed-length strings; SIMPLE_PRIMARY_KEY 8
+    lists packed column indexes."""
     body = table_id.to_bytes(6, "little") + b"\x01\x00"
     body += bytes([len(db)]) + db.encode() + b"\0" + bytes([len(table)]) + table.encode() + b"\0"
     body += lenenc(len(columns)) + bytes(c[1] for c in columns)
@@ -191,6 +203,17 @@ def table_map_body(table_id: int, db: str, table: str, columns: list[tuple]) -> 
     body += b"\x01" + lenenc(len(signedness)) + bytes(signedness)
     names = b"".join(lenenc(len(c[0])) + c[0].encode() for c in columns)
     body += b"\x04" + lenenc(len(names)) + names
+    for kind, lists in ((5, set_values), (6, enum_values)):
+        if lists is not None:
+            value = b"".join(
+                lenenc(len(members))
+                + b"".join(lenenc(len(m.encode())) + m.encode() for m in members)
+                for members in lists
+            )
+            body += bytes([kind]) + lenenc(len(value)) + value
+    if primary_key is not None:
+        value = b"".join(lenenc(i) for i in primary_key)
+        body += b"\x08" + lenenc(len(value)) + value
     return body
 
 
