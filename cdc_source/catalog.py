@@ -7,7 +7,7 @@ dataclasses with everything a reader needs to type and compare a value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_source.mysql_client import quote_ident
 
@@ -206,6 +206,40 @@ def _read_collations(cur, collations: set[str]) -> tuple[dict[str, bool], dict[s
     return pad_attributes(cur.description, rows), collation_ids(cur.description, rows)
 
 
+def _column_spec(row, no_pad: dict[str, bool], ids: dict[str, int]) -> ColumnSpec:
+    """A row of ``_COLUMNS_SQL`` as a :class:`ColumnSpec`."""
+    return ColumnSpec(
+        name=_as_str(row[2]),
+        data_type=_as_str(row[3]).lower(),
+        column_type=_as_str(row[4]).lower(),
+        nullable=_as_str(row[5]) == "YES",
+        precision=None if row[6] is None else int(row[6]),
+        scale=None if row[7] is None else int(row[7]),
+        char_length=None if row[8] is None else int(row[8]),
+        octet_length=None if row[9] is None else int(row[9]),
+        charset=_as_str(row[10]),
+        collation=_as_str(row[11]),
+        fsp=int(row[12] or 0),
+        no_pad=no_pad.get(_as_str(row[11])),
+        collation_id=ids.get(_as_str(row[11])),
+    )
+
+
+def current_shape(conn, schema: TableSchema) -> TableSchema:
+    """``schema`` with the columns and primary key the table has now (one table's rows of
+    ``information_schema``, which shows the latest DDL, not a snapshot's)."""
+    one_table = "\n  AND TABLE_SCHEMA = %s AND TABLE_NAME = %s\nORDER BY"
+    names = (schema.database, schema.table)
+    with conn.cursor() as cur:
+        cur.execute(_COLUMNS_SQL.replace("\nORDER BY", one_table, 1), names)
+        rows = cur.fetchall()
+        no_pad, ids = _read_collations(cur, {_as_str(row[11]) for row in rows if row[11]})
+        cur.execute(_KEYS_SQL.replace("\nORDER BY", one_table, 1), names)
+        key = tuple(_as_str(row[2]) for row in cur.fetchall())
+    columns = tuple(_column_spec(row, no_pad, ids) for row in rows)
+    return replace(schema, columns=columns, primary_key=key)
+
+
 def discover_tables(conn, matches) -> list[TableSchema]:
     """All base tables for which ``matches(db, table)`` is true, sorted by ``db.table``."""
     with conn.cursor() as cur:
@@ -223,23 +257,7 @@ def discover_tables(conn, matches) -> list[TableSchema]:
         columns: dict[tuple[str, str], list[ColumnSpec]] = {}
         for row in rows:
             key = (_as_str(row[0]), _as_str(row[1]))
-            columns.setdefault(key, []).append(
-                ColumnSpec(
-                    name=_as_str(row[2]),
-                    data_type=_as_str(row[3]).lower(),
-                    column_type=_as_str(row[4]).lower(),
-                    nullable=_as_str(row[5]) == "YES",
-                    precision=None if row[6] is None else int(row[6]),
-                    scale=None if row[7] is None else int(row[7]),
-                    char_length=None if row[8] is None else int(row[8]),
-                    octet_length=None if row[9] is None else int(row[9]),
-                    charset=_as_str(row[10]),
-                    collation=_as_str(row[11]),
-                    fsp=int(row[12] or 0),
-                    no_pad=no_pad.get(_as_str(row[11])),
-                    collation_id=ids.get(_as_str(row[11])),
-                )
-            )
+            columns.setdefault(key, []).append(_column_spec(row, no_pad, ids))
         cur.execute(_KEYS_SQL)
         keys: dict[tuple[str, str], list[str]] = {}
         for db, t, col in cur.fetchall():

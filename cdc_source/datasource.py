@@ -68,7 +68,13 @@ def _configure_logging(driver: bool) -> None:
 
 @dataclass(frozen=True)
 class CdcPartition(InputPartition):
+    """A task and the tables of the query's output as the driver read them when the query
+    started: an executor's reader is built anew for every batch and must not read the
+    catalog again (a table altered since would give rows of another shape than the
+    query's output schema)."""
+
     task: BinlogTask | ChunkTask
+    tables: tuple[TableSchema, ...]
 
 
 def discover(options: SourceOptions) -> list[TableSchema]:
@@ -100,18 +106,22 @@ class CdcMySQLDataSource(DataSource):
         return output_schema(discover(self.source_options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return CdcStreamReader(self.source_options, discover(self.source_options))
+        # Spark builds a stream reader in its driver-side process, and another for every
+        # micro-batch only to call read(): the tables are read lazily, by the first.
+        return CdcStreamReader(self.source_options, schema=schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return CdcSnapshotReader(self.source_options, discover(self.source_options))
 
 
-def _read_task(options: SourceOptions, tables: tuple, partition: InputPartition) -> Iterator:
+def _read_task(options: SourceOptions, partition: InputPartition) -> Iterator:
     """Executor side of both readers: one task's Arrow batches."""
     from reader.task_runner import run_task
 
     _configure_logging(driver=False)
-    return run_task(partition.task, options.connection_kwargs(), tables, options.retry_policy())
+    return run_task(
+        partition.task, options.connection_kwargs(), partition.tables, options.retry_policy()
+    )
 
 
 class CdcSnapshotReader(DataSourceReader):
@@ -132,22 +142,50 @@ class CdcSnapshotReader(DataSourceReader):
         _configure_logging(driver=True)
         driver = QueryDriver(self.options, list(self.tables))
         try:
-            return [CdcPartition(task) for task in driver.snapshot_tasks()]
+            return [CdcPartition(task, self.tables) for task in driver.snapshot_tasks()]
         finally:
             driver.close()
 
     def read(self, partition: InputPartition) -> Iterator:
-        return _read_task(self.options, self.tables, partition)
+        return _read_task(self.options, partition)
+
+
+def _shape(schema: StructType) -> list[tuple[str, str]]:
+    return [(field.name, field.dataType.simpleString()) for field in schema.fields]
 
 
 class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions, tables: list[TableSchema]) -> None:
+    def __init__(
+        self,
+        options: SourceOptions,
+        tables: list[TableSchema] | None = None,
+        schema: StructType | None = None,
+    ) -> None:
         self.options = options
-        self.tables = tuple(sorted(tables, key=lambda t: t.name))
+        self._tables = None if tables is None else tuple(sorted(tables, key=lambda t: t.name))
+        self._schema = schema  # the query's output schema, as Spark planned it
         self._driver = None  # built lazily, never pickled in a usable state
 
     def __getstate__(self) -> dict:
-        return {"options": self.options, "tables": self.tables, "_driver": None}
+        return {"options": self.options, "_tables": None, "_schema": None, "_driver": None}
+
+    @property
+    def tables(self) -> tuple[TableSchema, ...]:
+        """The captured tables, read (with the server's preflight) on first use: in the
+        driver-side process only. Their output schema must be the one Spark planned the
+        query with: a table altered between ``load()`` and the start is refused."""
+        if self._tables is None:
+            tables = tuple(sorted(discover(self.options), key=lambda t: t.name))
+            if self._schema is not None and _shape(output_schema(tables)) != _shape(self._schema):
+                from reader.schema_drift import SchemaChangedError
+
+                raise SchemaChangedError(
+                    f"the captured tables changed between load() and the query's start (the "
+                    f"output schema is now {output_schema(tables).simpleString()}); start "
+                    "the query again"
+                )
+            self._tables = tables
+        return self._tables
 
     # -- driver side ------------------------------------------------------------------
     @property
@@ -192,7 +230,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tasks = self.driver.tasks(
             SourceOffset.from_json_obj(start), SourceOffset.from_json_obj(end)
         )
-        return [CdcPartition(task) for task in tasks]
+        return [CdcPartition(task, self.tables) for task in tasks]
 
     def commit(self, end: dict) -> None:
         self.driver.commit(SourceOffset.from_json_obj(end))
@@ -203,4 +241,4 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side ----------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator:
-        return _read_task(self.options, self.tables, partition)
+        return _read_task(self.options, partition)

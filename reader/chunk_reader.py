@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_source.binlog.transport import DumpSource
-from cdc_source.catalog import TableSchema
+from cdc_source.catalog import TableSchema, current_shape
 from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql
@@ -43,7 +44,7 @@ from reader.normalize import (
     untouched_rows,
 )
 from reader.row_decoding import native_splitter
-from reader.schema_drift import SchemaChangedError, known_at, server_charsets
+from reader.schema_drift import SchemaChangedError, known_at, server_charsets, shape_changes
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
 
 
@@ -203,6 +204,7 @@ class ChunkReader:
             SameServer("a snapshot task", self.task.server).check(conn)
             conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             q = open_snapshot(conn, self.task)
+            chunks = self._as_tables_are_now(chunks, writer)
             overrides = self._overrides(q, writer, chunks)
             for index, (chunk, chunk_overrides) in enumerate(zip(chunks, overrides), first):
                 for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):
@@ -211,6 +213,41 @@ class ChunkReader:
             conn.execute("COMMIT")
         finally:
             conn.close()
+
+    def _as_tables_are_now(
+        self, chunks: tuple[ChunkSpec, ...], writer: ArrowWriter
+    ) -> tuple[ChunkSpec, ...]:
+        """The chunks, checked against the shape their tables have now (read after the
+        snapshot opened: a later ALTER that rebuilds the table makes the snapshot's reads
+        fail with ER_TABLE_DEF_CHANGED, and this task is run again). Typed output stops at
+        a table altered since the query read its schema; the envelope reads the table as
+        it is, so its rows carry the columns they have (a changed key stops both)."""
+        conn = self.connect(self.connection_kwargs)
+        try:
+            shapes = {c.table.name: current_shape(conn, c.table) for c in chunks}
+        finally:
+            conn.close()
+        result = []
+        for chunk in chunks:
+            now = shapes[chunk.table.name]
+            differences = shape_changes(chunk.table, now)
+            if not differences:
+                result.append(chunk)
+            elif writer.envelope and now.primary_key == chunk.table.primary_key:
+                result.append(replace(chunk, table=now))
+            else:
+                raise SchemaChangedError(
+                    f"{chunk.table.name} was altered while the query ran (seen by a snapshot "
+                    f"task): {'; '.join(differences)}. "
+                    + (
+                        "A changed primary key needs a new query (new checkpoint location)"
+                        if now.primary_key != chunk.table.primary_key
+                        else "Restart the query (same checkpoint): it reads the new schema "
+                        "and continues from its last committed batch with the new output "
+                        "schema"
+                    )
+                )
+        return tuple(result)
 
     def _bounds(self, chunk: ChunkSpec) -> tuple[bytes | None, bytes | None]:
         lo, hi = self.weights.optional_sort_keys(chunk.table, [chunk.lo, chunk.hi])

@@ -314,3 +314,27 @@ def known_at(schema: TableSchema, server: str) -> tuple[int, int] | None:
     if schema.read_at is None or (server and schema.read_on and server != schema.read_on):
         return None
     return schema.read_at
+
+
+def shape_changes(schema: TableSchema, now: TableSchema) -> list[str]:
+    """How the table's shape ``now`` (read from the catalog) differs from ``schema``."""
+    found: list[str] = []
+    current = {spec.name: spec for spec in now.columns}
+    for spec in schema.columns:
+        other = current.get(spec.name)
+        if other is None:
+            found.append(f"column {spec.name} ({spec.column_type}) is gone")
+        elif (other.column_type, other.collation) != (spec.column_type, spec.collation):
+            found.append(
+                f"column {spec.name} changed from {spec.column_type} to {other.column_type}"
+            )
+    known = set(schema.column_names)
+    for spec in now.columns:
+        if spec.name not in known:
+            found.append(f"column {spec.name} ({spec.column_type}) was added")
+    if now.primary_key != schema.primary_key:
+        found.append(
+            f"primary key changed from ({', '.join(schema.primary_key)}) to "
+            f"({', '.join(now.primary_key)})"
+        )
+    return found
