@@ -123,6 +123,7 @@ def test_typed_stream_stops_at_each_change_and_goes_on_with_the_new_schema(serve
     def written(*keys: int) -> None:  # rows written since each column in touched appeared
         for since in touched.values():
             since.update(keys)
+
     for phrase in (f"{database}.t was altered", "column d (int) was added", "restart the query"):
         assert phrase in message, message[:2000]
     run.run_to_end()
