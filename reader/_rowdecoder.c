@@ -2,10 +2,10 @@
  * Row images of binlog rows events, decoded into Arrow buffers.
  *
  * Thin C in the style of mysqlclient's and asyncpg's extensions: the event framing, the
- * table maps and every decision live in Python (cdc_source/binlog, reader/row_plan.py);
+ * table maps and every decision live in Python (cdc_source/binlog, cdc_source/binlog/row_plan.py);
  * this file only walks the row images of one rows event and appends each value to
  * per-column buffers (validity bitmap, int32 offsets, values). The layout of each
- * column kind is documented in reader/row_plan.py, and reader/row_decoder_py.py is the
+ * column kind is documented in cdc_source/binlog/row_plan.py, and reader/row_decoder_py.py is the
  * pure-Python twin the tests compare this file against.
  *
  * Every read is bounds-checked against the end of the event's row data. Bad bytes raise

@@ -1,6 +1,6 @@
 """Decoded binlog columns -> the canonical Arrow column of the output schema.
 
-The row decoders give each column in its physical form (``reader.row_plan``); this module
+The row decoders give each column in its physical form (``cdc_source.binlog.row_plan``); this module
 casts it, column at a time, to the Spark type the snapshot produces for the same stored
 value (``cdc_source.types``). Only JSON, SET and non-UTF-8 text take a per-value step.
 A binlog column whose type does not fit the query's schema (the table was altered) is a

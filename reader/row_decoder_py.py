@@ -13,8 +13,7 @@ import struct
 
 import pyarrow as pa
 
-from cdc_source.binlog.wire import Cursor
-from reader.row_plan import (
+from cdc_source.binlog.row_plan import (
     K_BIT,
     K_DATE,
     K_DATETIME,
@@ -35,6 +34,7 @@ from reader.row_plan import (
     MAX_DECIMAL128,
     arrow_type,
 )
+from cdc_source.binlog.wire import Cursor
 
 WRITE, UPDATE, DELETE = 0, 1, 2
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from cdc_source.binlog.row_plan import arrow_type
 from reader import row_decoder_py
-from reader.row_plan import arrow_type
 
 FORCE_PYTHON_ENV = "CDC_MYSQL_PURE_PYTHON_DECODER"
 

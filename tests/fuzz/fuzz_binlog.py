@@ -14,9 +14,9 @@ import numpy  # noqa: F401  (imported uninstrumented: only the project's code is
 import pyarrow  # noqa: F401
 
 with atheris.instrument_imports(include=["cdc_source", "reader"]):
-    from cdc_source.binlog import events
+    from cdc_source.binlog import events, row_plan
     from cdc_source.binlog.wire import MalformedEventError
-    from reader import json_binary, row_plan
+    from reader import json_binary
     from reader.row_decoding import RowSink, native_available, native_splitter
 
 KINDS = (

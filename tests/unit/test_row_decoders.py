@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reader import row_plan as rp
+from cdc_source.binlog import row_plan as rp
 from reader.row_decoding import RowSink, native_available
 from tests.support import binlog_encoder as enc
 
