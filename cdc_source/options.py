@@ -22,6 +22,7 @@ SNAPSHOT_VISIBILITY = ("auto", "snapshot-status", "gtid-wait", "head-unsafe")
 DEFAULT_ROWS_PER_BATCH = 2_000_000
 DEFAULT_BYTES_PER_BATCH = 1 << 30
 DEFAULT_FETCH_SIZE = 16384
+DEFAULT_BINLOG_ROWS_PER_BATCH = 500_000
 MIN_SNAPSHOT_PARALLELISM = 2
 DEFAULT_BINLOG_PARALLELISM = 1
 DEFAULT_SERVER_ID_FIRST = 5400
@@ -77,6 +78,12 @@ OPTION_DOCS: dict[str, str] = {
         f"binlog tasks per micro-batch, default {DEFAULT_BINLOG_PARALLELISM}: each reads the "
         "batch's binlog range and decodes every n-th row event; more than one speeds up "
         "decoding, but a fail-over during a batch then stops the query (a restart resumes it)"
+    ),
+    "scan.binlog.max-rows-per-batch": (
+        f"row changes of the captured tables a stream batch takes at most, default "
+        f"{DEFAULT_BINLOG_ROWS_PER_BATCH:,}; a batch ends at a transaction boundary and takes "
+        "at least one whole transaction, so a query behind the head catches up in bounded "
+        "batches (Spark's maxRows / maxBytes read limits apply too)"
     ),
     "scan.binlog.decoder": (
         "auto (the C extension where built, else pure Python), native or python: the row "
@@ -155,6 +162,7 @@ class SourceOptions:
     snapshot_client: str = "auto"
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     binlog_decoder: str = "auto"
+    binlog_rows_per_batch: int | None = DEFAULT_BINLOG_ROWS_PER_BATCH
     connect_timeout: int = 30
     connect_max_retries: int = DEFAULT_MAX_RETRIES
     snapshot_visibility: str = "auto"  # scan.snapshot.visibility
@@ -402,6 +410,9 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         snapshot_client=client,
         binlog_parallelism=binlog_parallelism,
         binlog_decoder=decoder,
+        binlog_rows_per_batch=_positive_int(
+            options, "scan.binlog.max-rows-per-batch", DEFAULT_BINLOG_ROWS_PER_BATCH
+        ),
         snapshot_visibility=visibility,
         gtid_wait_timeout=_positive_int(options, "scan.snapshot.gtid-wait.timeout", 60),
     )

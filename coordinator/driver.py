@@ -25,6 +25,7 @@ from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from cdc_source.retry import Reconnecting
 from cdc_source.visibility import ServerTraits, describe, read_traits
+from coordinator.batch_end import BatchEnds, StreamLimit
 from coordinator.gtid_tracker import GtidTracker
 from coordinator.planner import BatchBudget, Planner
 from coordinator.splitter import ServerBoundarySource
@@ -71,6 +72,9 @@ class QueryDriver:
         self._relocated: dict[BinlogPosition, BinlogPosition] = {}
         self._refreeze = False
         self._dump = DumpSource(open_session, options.server_ids.last, policy=policy)
+        self.batch_ends = BatchEnds(
+            open_session, options.server_ids.last, {t.name for t in tables}, policy
+        )
 
     def traits(self) -> ServerTraits:
         """What the server is and offers, read once per query run: its flavor, whether it
@@ -139,6 +143,14 @@ class QueryDriver:
         if max_bytes is not None:
             size = max_bytes if size is None else min(size, max_bytes)
         return BatchBudget(options.chunks_per_batch, rows, size)
+
+    def _stream_limit(self, max_rows: int | None, max_bytes: int | None) -> StreamLimit:
+        """A stream batch's limit: ``scan.binlog.max-rows-per-batch``, within Spark's
+        ReadMaxRows / ReadMaxBytes if it passed one."""
+        rows = self.options.binlog_rows_per_batch
+        if max_rows is not None:
+            rows = max_rows if rows is None else min(rows, max_rows)
+        return StreamLimit(rows, max_bytes)
 
     def _check_tables(self, offset: SourceOffset) -> None:
         if offset.tables and offset.tables != self.fingerprint:
@@ -241,6 +253,8 @@ class QueryDriver:
             return start
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
+        if start.binlog is not None:
+            head = self.batch_ends.end(start.binlog, head, self._stream_limit(max_rows, max_bytes))
         head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
         end = SourceOffset(head, None, self.fingerprint, server)
         self._log_plan(start, end, 0, head)

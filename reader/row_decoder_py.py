@@ -14,6 +14,7 @@ import struct
 import pyarrow as pa
 
 from cdc_source.binlog.row_plan import (
+    DIG2BYTES,
     K_BIT,
     K_DATE,
     K_DATETIME,
@@ -33,11 +34,11 @@ from cdc_source.binlog.row_plan import (
     K_YEAR,
     MAX_DECIMAL128,
     arrow_type,
+    decimal_size,
 )
 from cdc_source.binlog.wire import Cursor
 
 WRITE, UPDATE, DELETE = 0, 1, 2
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 
 
@@ -59,11 +60,6 @@ class _Reader(Cursor):
         if not 0 <= pos <= end <= len(data):
             raise RowDecodeError(f"row data bounds {pos}..{end} outside {len(data)} bytes")
         super().__init__(data, pos, end)
-
-
-def decimal_size(precision: int, scale: int) -> int:
-    whole = precision - scale
-    return whole // 9 * 4 + _DIG2BYTES[whole % 9] + scale // 9 * 4 + _DIG2BYTES[scale % 9]
 
 
 def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, int]:
@@ -88,7 +84,7 @@ def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, i
 
     def group(digits: int) -> int:
         nonlocal pos
-        size = _DIG2BYTES[digits]
+        size = DIG2BYTES[digits]
         value = int.from_bytes(data[pos : pos + size], "big")
         pos += size
         if value >= 10**digits:

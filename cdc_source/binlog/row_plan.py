@@ -46,6 +46,16 @@ _INT_WIDTH = {c.T_TINY: 1, c.T_SHORT: 2, c.T_INT24: 3, c.T_LONG: 4, c.T_LONGLONG
 _BLOBS = {c.T_BLOB, c.T_TINY_BLOB, c.T_MEDIUM_BLOB, c.T_LONG_BLOB, c.T_GEOMETRY, c.T_JSON}
 
 
+DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    """Bytes of a binary DECIMAL (``decimal_bin_size``): 4 per 9 digits on each side of
+    the point, fewer for the rest."""
+    whole = precision - scale
+    return whole // 9 * 4 + DIG2BYTES[whole % 9] + scale // 9 * 4 + DIG2BYTES[scale % 9]
+
+
 class UnsupportedColumnError(ValueError):
     pass
 

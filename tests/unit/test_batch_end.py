@@ -1,0 +1,143 @@
+"""Bounded stream batches (coordinator.batch_end, cdc_source.binlog.row_count): where a
+batch ends when its range holds more row changes or bytes than it may take, over binlog
+bytes from tests/support/binlog_encoder.py; and the row count without decoding agrees
+with the row decoder on random rows (a differential property test)."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.row_count import count_rows, value_sizes
+from cdc_source.binlog.row_plan import table_plan
+from cdc_source.binlog.rows_event import RowsEvent
+from cdc_source.binlog.table_map import parse_table_map
+from cdc_source.offsets import BinlogPosition
+from coordinator.batch_end import BatchEnds, StreamLimit
+from reader.row_decoder_py import PyRowSink
+from tests.support import binlog_encoder as enc
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+COLUMNS = [
+    ("id", enc.LONG, b"", False, False),
+    ("name", enc.VARCHAR, struct.pack("<H", 40), True, False),
+]
+
+
+def _image(id_: int, name: str | None) -> bytes:
+    return enc.row_image(
+        [struct.pack("<i", id_), None if name is None else bytes([len(name)]) + name.encode()]
+    )
+
+
+def _transaction(binlog, gno: int, rows: int, table: str = "orders", table_id: int = 5) -> int:
+    binlog.add(c.GTID, enc.mysql_gtid_body(UUID, gno))
+    binlog.add(c.TABLE_MAP, enc.table_map_body(table_id, "shop", table, COLUMNS))
+    images = b"".join(_image(gno * 100 + i, "n" * (i % 7)) for i in range(rows))
+    binlog.add(30, enc.rows_body(table_id, len(COLUMNS), images, False, True))
+    return binlog.add(c.XID, enc.xid_body(gno))
+
+
+def _ends(binlog):
+    source = enc.FakeDumpSource(binlog)
+    return BatchEnds(None, 1, {"shop.orders"}, source=source)
+
+
+def _binlog_of(*rows_per_transaction: int, other_table: int = 0):
+    binlog = enc.BinlogFile()
+    start = binlog.pos
+    ends = []  # where each transaction of the captured table ends
+    other_ends = []  # where each transaction of the other table ends
+    for gno, rows in enumerate(rows_per_transaction, 1):
+        if other_table:
+            other_ends.append(_transaction(binlog, 1000 + gno, other_table, "audit", 6))
+        ends.append(_transaction(binlog, gno, rows))
+    if other_table:
+        return binlog, BinlogPosition(binlog.name, start), ends, other_ends
+    return binlog, BinlogPosition(binlog.name, start), ends
+
+
+def test_a_batch_ends_at_the_last_transaction_boundary_within_the_row_limit():
+    binlog, start, ends = _binlog_of(3, 3, 3, 3, 3)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    assert _ends(binlog).end(start, head, StreamLimit(rows=7)).pos == ends[1]
+    assert _ends(binlog).end(start, head, StreamLimit(rows=6)).pos == ends[1]
+    assert _ends(binlog).end(start, head, StreamLimit(rows=15)) == head
+    assert _ends(binlog).end(start, head, StreamLimit()) == head
+
+
+def test_a_transaction_larger_than_the_limit_is_a_batch_of_its_own():
+    binlog, start, ends = _binlog_of(10, 2, 2)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    assert _ends(binlog).end(start, head, StreamLimit(rows=4)).pos == ends[0]
+    after_first = BinlogPosition(binlog.name, ends[0])
+    assert _ends(binlog).end(after_first, head, StreamLimit(rows=4)) == head
+
+
+def test_rows_of_tables_not_captured_are_not_counted_and_bytes_bound_too():
+    binlog, start, ends, other_ends = _binlog_of(2, 2, 2, other_table=50)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    assert _ends(binlog).end(start, head, StreamLimit(rows=6)) == head
+    # 4 captured rows up to the third transaction of the other table, whose 50 rows do
+    # not count: the batch takes it too.
+    assert _ends(binlog).end(start, head, StreamLimit(rows=5)).pos == other_ends[2]
+    one_transaction_pair = ends[0] - start.pos
+    assert (
+        _ends(binlog).end(start, head, StreamLimit(bytes=one_transaction_pair + 10)).pos
+        == (ends[0])
+    )
+
+
+def test_the_end_is_a_function_of_start_limit_and_binlog():
+    binlog, start, _ = _binlog_of(3, 1, 4, 1, 5, 9, 2, 6)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    first = _ends(binlog).end(start, head, StreamLimit(rows=8))
+    assert first == _ends(binlog).end(start, head, StreamLimit(rows=8))
+    # Successive bounded batches reach the head, each within the limit or one transaction.
+    position, batches = start, 0
+    while position.coordinates < head.coordinates:
+        position = _ends(binlog).end(position, head, StreamLimit(rows=8))
+        batches += 1
+    assert position == head and batches == 4  # [3, 1, 4] [1, 5] [9] [2, 6]
+
+
+_VALUES = st.one_of(st.none(), st.text(max_size=30))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), _VALUES), min_size=1, max_size=40))
+def test_row_count_without_decoding_agrees_with_the_decoder(rows):
+    body = enc.table_map_body(5, "shop", "orders", COLUMNS)
+    table_map = parse_table_map(body, 8)
+    data = b"".join(
+        enc.row_image(
+            [
+                struct.pack("<i", i),
+                None if n is None else bytes([len(n.encode())]) + n.encode(),
+            ]
+        )
+        for i, n in rows
+        if n is None or len(n.encode()) < 256
+    )
+    if not data:
+        return
+    for kind, doubled in ((c.WRITE, data), (c.UPDATE, data + data)):
+        event = RowsEvent(5, kind, doubled if kind == c.WRITE else _pairs(data, rows), 0, False)
+        sink = PyRowSink(table_plan(table_map))
+        decoded = sink.decode(event.data, 0, len(event.data), kind)
+        assert count_rows(event, table_map, value_sizes(table_map)) == decoded
+
+
+def _pairs(data: bytes, rows) -> bytes:
+    """Update rows: each row's image twice (before, after)."""
+    images = [
+        enc.row_image(
+            [struct.pack("<i", i), None if n is None else bytes([len(n.encode())]) + n.encode()]
+        )
+        for i, n in rows
+        if n is None or len(n.encode()) < 256
+    ]
+    return b"".join(image + image for image in images)
