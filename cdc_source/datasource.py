@@ -97,7 +97,7 @@ class CdcMySQLDataSource(DataSource):
         self.source_options = parse_options(dict(options))
 
     def schema(self) -> StructType:
-        return output_schema(discover(self.source_options))
+        return output_schema(discover(self.source_options), self.source_options.metadata)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return CdcStreamReader(self.source_options, discover(self.source_options))
@@ -111,7 +111,13 @@ def _read_task(options: SourceOptions, tables: tuple, partition: InputPartition)
     from reader.task_runner import run_task
 
     _configure_logging(driver=False)
-    return run_task(partition.task, options.connection_kwargs(), tables, options.retry_policy())
+    return run_task(
+        partition.task,
+        options.connection_kwargs(),
+        tables,
+        options.retry_policy(),
+        options.metadata,
+    )
 
 
 class CdcSnapshotReader(DataSourceReader):
