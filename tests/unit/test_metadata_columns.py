@@ -4,6 +4,7 @@ order asked; the envelope has all; values come column-wise from the rows' origin
 from __future__ import annotations
 
 import datetime as dt
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +17,7 @@ from cdc_source.offsets import BinlogPosition
 from cdc_source.options import METADATA_NAMES, OptionError
 from cdc_source.output_schema import ENVELOPE, output_schema
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
+from reader.binlog_range import RangeReader
 
 TABLE = TableSchema(
     "shop",
@@ -98,3 +100,58 @@ def test_binlog_origins_are_sliced_with_the_envelope_batches():
     assert out[3]["op_ts"].replace(tzinfo=None) == _expected_op_ts(3000)
     with pytest.raises(ValueError, match="without their origins"):
         list(writer.batches(rows))
+
+
+# -- origins of binlog rows (reader/binlog_range.py) -------------------------------------
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+def _mysql_gtid(binlog, gno: int, server_id: int = 1) -> None:
+    binlog.add(33, b"\x00" + bytes.fromhex(UUID.replace("-", "")) + struct.pack("<q", gno),
+               server_id=server_id)  # fmt: skip
+
+
+def test_binlog_rows_carry_file_gtid_and_server_id_and_xa_rows_those_of_the_commit():
+    from tests.support import binlog_encoder as enc
+    from tests.unit.test_binlog_events import _image, _rows, _table_map
+
+    binlog = enc.BinlogFile()
+    _mysql_gtid(binlog, 5, server_id=7)
+    xid = f"X'{b't2'.hex()}',X'',1"
+    binlog.add(2, enc.query_body("shop", f"XA START {xid}"), server_id=7)
+    _table_map(binlog)
+    _rows(binlog, 30, _image(11, "xa", None, None))
+    binlog.add(2, enc.query_body("shop", f"XA END {xid}"), server_id=7)
+    binlog.add(38, enc.xa_prepare_body(b"t2"), server_id=7)
+    _mysql_gtid(binlog, 6, server_id=8)
+    _table_map(binlog)
+    plain = _rows(binlog, 30, _image(12, "a", None, None) + _image(13, "b", None, None))
+    _mysql_gtid(binlog, 7, server_id=9)
+    commit = binlog.add(2, enc.query_body("shop", f"XA COMMIT {xid}"), server_id=9)
+    source = enc.FakeDumpSource(binlog, None, 97)
+    reader = RangeReader(
+        source,
+        BinlogPosition(binlog.name, 4),
+        BinlogPosition(binlog.name, binlog.pos),
+        {"shop.orders"},
+        gtids=True,
+    )
+    rows = [
+        (pos, file, gtid, server_id, index)
+        for block in reader.blocks()
+        for pos, file, gtid, server_id, index in zip(
+            block.end_pos.tolist(),
+            block.file.tolist(),
+            block.gtid.tolist(),
+            block.server_id.tolist(),
+            block.row_index.tolist(),
+        )
+    ]
+    # server_id: the rows event's own header (1 here, its GTID event's is 8); an XA
+    # transaction's rows take the commit's position, GTID and server id.
+    assert rows == [
+        (plain, binlog.name, f"{UUID}:6", 1, 0),
+        (plain, binlog.name, f"{UUID}:6", 1, 1),
+        (commit, binlog.name, f"{UUID}:7", 9, 0),
+    ]
