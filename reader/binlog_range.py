@@ -67,8 +67,9 @@ class ChangeBlock:
     ``rows.before``/``rows.after`` follow ``table_map.columns``; per row, ``file_number``,
     ``end_pos``, ``sub`` (index of the event among those ending at ``end_pos``),
     ``row_index`` (inside its event) and ``timestamp`` (event time, seconds); for the
-    ``metadata.list`` columns, ``file`` (the event's file name), ``gtid`` (its
-    transaction's GTID text, or None) and ``server_id`` (the event header's)."""
+    ``metadata.list`` columns, when the reader keeps them (``origins``), ``file`` (the
+    event's file name), ``gtid`` (its transaction's GTID text, or None) and
+    ``server_id`` (the event header's)."""
 
     table: str
     table_map: TableMap
@@ -95,7 +96,8 @@ class _Accumulator:
     sink: RowSink
     counts: list[int] = field(default_factory=list)
     events: list[tuple[int, int, int, int]] = field(default_factory=list)
-    origins: list[tuple[str, str | None, int]] = field(default_factory=list)  # file, gtid, id
+    # Per event (file, GTID, server id), kept only for metadata.list (RangeReader origins)
+    origins: list[tuple[str, str | None, int]] | None = None
 
     def full(self) -> bool:
         return self.sink.rows >= ROWS_PER_BLOCK or self.sink.nbytes >= BYTES_PER_BLOCK
@@ -105,7 +107,14 @@ class _Accumulator:
         per_event = np.asarray(self.events, dtype=np.int64).reshape(-1, 4)
         starts = np.repeat(np.cumsum(counts) - counts, counts)
         rows = self.sink.take()
-        files, gtids, server_ids = zip(*self.origins) if self.origins else ((), (), ())
+        origins = None
+        if self.origins is not None:
+            files, gtids, server_ids = zip(*self.origins) if self.origins else ((), (), ())
+            origins = (
+                np.repeat(np.array(files, dtype=object), counts),
+                np.repeat(np.array(gtids, dtype=object), counts),
+                np.repeat(np.array(server_ids, dtype=np.int64), counts),
+            )
         block = ChangeBlock(
             self.table_map.name,
             self.table_map,
@@ -115,11 +124,11 @@ class _Accumulator:
             np.repeat(per_event[:, 2], counts),
             np.arange(rows.rows, dtype=np.int64) - starts,
             np.repeat(per_event[:, 3], counts),
-            np.repeat(np.array(files, dtype=object), counts),
-            np.repeat(np.array(gtids, dtype=object), counts),
-            np.repeat(np.array(server_ids, dtype=np.int64), counts),
+            *(origins or ()),
         )
-        self.counts, self.events, self.origins = [], [], []
+        self.counts, self.events = [], []
+        if self.origins is not None:
+            self.origins = []
         return block
 
 
@@ -319,7 +328,7 @@ class RangeReader:
         stride: int = 1,
         slot: int = 0,
         decoder: str | None = None,
-        gtids: bool = False,
+        origins: bool = False,
     ) -> None:
         self.source = source
         self.start = start
@@ -331,8 +340,9 @@ class RangeReader:
         self.decoder = decoder
         self.accumulators: dict[int, _Accumulator] = {}  # by id() of the table map
         self.ordinal = -1
-        # The GTID of the transaction being read, tracked only for metadata.list (``gtids``).
-        self.track_gtids = gtids
+        # Each row's file, GTID and server id, kept only for metadata.list (``origins``);
+        # the GTID of the transaction being read.
+        self.origins = origins
         self.gtid: str | None = None
 
     def blocks(self) -> Iterator[ChangeBlock]:
@@ -370,7 +380,7 @@ class RangeReader:
                     self._check_statement(query.schema, query.query, event)
                     self._xa(tracker.observe(event, reader.format, query.query), event, commits)
                 elif t in _XA_EVENTS:
-                    if self.track_gtids and t in _GTID_EVENTS:
+                    if self.origins and t in _GTID_EVENTS:
                         self.gtid = gtid_text(event)
                     self._xa(tracker.observe(event, reader.format), event, commits)
                 else:
@@ -444,6 +454,8 @@ class RangeReader:
         accumulator = self.accumulators.get(id(table_map))
         if accumulator is None:
             accumulator = self.accumulators[id(table_map)] = maps.new_accumulator(table_map)
+            if self.origins:
+                accumulator.origins = []
         try:
             count = accumulator.sink.decode(
                 rows_event.data,
@@ -466,7 +478,8 @@ class RangeReader:
         accumulator.counts.append(count)
         when = event.timestamp if timestamp is None else timestamp
         accumulator.events.append((file_number, end_pos, sub, when))
-        accumulator.origins.append(origin or (event.file, self.gtid, event.server_id))
+        if accumulator.origins is not None:
+            accumulator.origins.append(origin or (event.file, self.gtid, event.server_id))
         if accumulator.full():
             yield accumulator.take()
 

@@ -80,7 +80,7 @@ class BinlogReader:
                 stride=self.task.stride,
                 slot=self.task.slot,
                 decoder=self.task.decoder,
-                gtids="gtid" in writer.metadata,
+                origins=bool(writer.metadata),
             )
             for block in reader.blocks():
                 yield from self._emit(writer, ownership, block)

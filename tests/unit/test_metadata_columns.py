@@ -135,7 +135,7 @@ def test_binlog_rows_carry_file_gtid_and_server_id_and_xa_rows_those_of_the_comm
         BinlogPosition(binlog.name, 4),
         BinlogPosition(binlog.name, binlog.pos),
         {"shop.orders"},
-        gtids=True,
+        origins=True,
     )
     rows = [
         (pos, file, gtid, server_id, index)
@@ -155,3 +155,22 @@ def test_binlog_rows_carry_file_gtid_and_server_id_and_xa_rows_those_of_the_comm
         (plain, binlog.name, f"{UUID}:6", 1, 1),
         (commit, binlog.name, f"{UUID}:7", 9, 0),
     ]
+
+
+def test_a_reader_without_metadata_keeps_no_origins():
+    from tests.support import binlog_encoder as enc
+    from tests.unit.test_binlog_events import _image, _rows, _table_map
+
+    binlog = enc.BinlogFile()
+    _mysql_gtid(binlog, 6)
+    _table_map(binlog)
+    _rows(binlog, 30, _image(12, "a", None, None))
+    reader = RangeReader(
+        enc.FakeDumpSource(binlog, None, 97),
+        BinlogPosition(binlog.name, 4),
+        BinlogPosition(binlog.name, binlog.pos),
+        {"shop.orders"},
+    )
+    (block,) = list(reader.blocks())
+    assert (block.file, block.gtid, block.server_id) == (None, None, None)
+    assert reader.gtid is None  # GTID events are not even parsed
