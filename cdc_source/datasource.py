@@ -103,7 +103,7 @@ class CdcMySQLDataSource(DataSource):
         self.source_options = parse_options(dict(options))
 
     def schema(self) -> StructType:
-        return output_schema(discover(self.source_options))
+        return output_schema(discover(self.source_options), self.source_options.metadata)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         # Spark builds a stream reader in its driver-side process, and another for every
@@ -120,7 +120,11 @@ def _read_task(options: SourceOptions, partition: InputPartition) -> Iterator:
 
     _configure_logging(driver=False)
     return run_task(
-        partition.task, options.connection_kwargs(), partition.tables, options.retry_policy()
+        partition.task,
+        options.connection_kwargs(),
+        partition.tables,
+        options.retry_policy(),
+        options.metadata,
     )
 
 
@@ -176,12 +180,13 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         query with: a table altered between ``load()`` and the start is refused."""
         if self._tables is None:
             tables = tuple(sorted(discover(self.options), key=lambda t: t.name))
-            if self._schema is not None and _shape(output_schema(tables)) != _shape(self._schema):
+            now = output_schema(tables, self.options.metadata)
+            if self._schema is not None and _shape(now) != _shape(self._schema):
                 from reader.schema_drift import SchemaChangedError
 
                 raise SchemaChangedError(
                     f"the captured tables changed between load() and the query's start (the "
-                    f"output schema is now {output_schema(tables).simpleString()}); start "
+                    f"output schema is now {now.simpleString()}); start "
                     "the query again"
                 )
             self._tables = tables

@@ -6,6 +6,8 @@ before any connection is opened, naming the option and what it accepts.
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,7 +16,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from cdc_source.tls import SSL_MODES, VERIFYING
 
+log = logging.getLogger("cdc_mysql")
+
 STARTUP_MODES = ("initial", "latest-offset")
+# Modes whose query reads a snapshot of the tables (Flink CDC's names). The others
+# ('latest-offset', and 'earliest-offset', 'specific-offset', 'timestamp' where accepted)
+# only read the binlog, so one binlog task and one server id can be enough.
+SNAPSHOTTING_MODES = ("initial", "snapshot")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
 SNAPSHOT_VISIBILITY = ("auto", "snapshot-status", "gtid-wait", "head-unsafe")
@@ -29,6 +37,18 @@ DEFAULT_SERVER_ID_FIRST = 5400
 DEFAULT_SERVER_IDS = 32
 READ_TIMEOUT_FACTOR = 10
 LOOPBACK_HOSTS = ("localhost", "::1")
+# metadata.list: Flink CDC's metadata column names (database_name, table_name, op_ts) and
+# Debezium's source fields (file, pos, gtid, server_id, row) under Flink-style names.
+METADATA_NAMES = (
+    "database_name",
+    "table_name",
+    "op_ts",
+    "binlog_file",
+    "binlog_pos",
+    "gtid",
+    "server_id",
+    "row_index",
+)
 
 OPTION_DOCS: dict[str, str] = {
     "hostname": "server host name or IP (required)",
@@ -44,12 +64,22 @@ OPTION_DOCS: dict[str, str] = {
     "ssl-cert": "client certificate file (PEM), with ssl-key, for accounts REQUIRE X509",
     "ssl-key": "the client certificate's private key file (PEM)",
     "database-name": "regular expression of the database(s) to capture (required)",
-    "table-name": "regular expression matched against 'db.table' (required)",
+    "table-name": (
+        "regular expression matched against 'db.table' (required); without a dot, Flink "
+        "CDC's form: a regular expression of the table name alone, combined with "
+        "database-name"
+    ),
     "server-id": (
         f"replica server id or range 'a-b', default {DEFAULT_SERVER_ID_FIRST}-"
-        f"{DEFAULT_SERVER_ID_FIRST + DEFAULT_SERVER_IDS - 1}, longer when a batch has more tasks"
+        f"{DEFAULT_SERVER_ID_FIRST + DEFAULT_SERVER_IDS - 1}, longer when a batch has more "
+        "tasks; a single id only where a query never snapshots (a binlog-only "
+        "scan.startup.mode) and scan.binlog.parallelism is 1"
     ),
-    "server-time-zone": "IANA zone or UTC offset of the server session, default UTC",
+    "server-time-zone": (
+        "UTC only (Flink CDC's option): TIMESTAMP values are read as exact instants "
+        "whatever the server's zone, so there is nothing for another zone to change; "
+        "spark.sql.session.timeZone sets the zone they are shown in"
+    ),
     "scan.startup.mode": "initial (snapshot, then binlog) or latest-offset (binlog only)",
     "scan.incremental.snapshot.chunk.size": (
         "rows per snapshot chunk; default: about 16 MiB of the table's rows (by its average "
@@ -102,17 +132,23 @@ OPTION_DOCS: dict[str, str] = {
         "documented risk of missing a transaction committing while the snapshot opens)"
     ),
     "scan.snapshot.gtid-wait.timeout": (
-        "seconds a snapshot task waits for the transactions at or before its position to "
+        "duration (e.g. 90s, 2min; a bare number is seconds; rounded up to whole seconds) "
+        "a snapshot task waits for the transactions at or before its position to "
         "commit (gtid-wait), default 60; then the task fails and is retried"
     ),
     "connect.timeout": (
-        "seconds to wait for a connection, default 30; a read that waits 10 times as long "
+        "duration to wait for a connection (e.g. 30s, 1min; a bare number is seconds; "
+        "rounded up to whole seconds), default 30s; a read that waits 10 times as long "
         "counts as a lost connection"
     ),
     "connect.max-retries": (
         f"retries of a connection or query after a transient fault (server restart, "
         f"fail-over, lost connection), with waits of 0.5 s doubling to at most 15 s; default "
         f"{DEFAULT_MAX_RETRIES} (about 90 s of waiting); 0 fails at the first fault"
+    ),
+    "metadata.list": (
+        "comma-separated metadata columns appended to a single table's typed output, in "
+        "this order: " + ", ".join(METADATA_NAMES) + " (the envelope output always has all)"
     ),
 }
 
@@ -167,6 +203,38 @@ class SourceOptions:
     connect_max_retries: int = DEFAULT_MAX_RETRIES
     snapshot_visibility: str = "auto"  # scan.snapshot.visibility
     gtid_wait_timeout: int = 60
+    metadata: tuple[str, ...] = ()  # metadata.list, in the order given
+
+    @property
+    def flink_table_form(self) -> bool:
+        """``table-name`` without a dot is Flink CDC's form: a regular expression of the
+        table name alone, combined with ``database-name`` (Flink CDC's MySQL connector
+        joins the two with ``\\.``); with a dot it is matched against 'db.table'."""
+        return "." not in self.table_pattern
+
+    def no_table_hint(self, other_form_matches: list[str]) -> str:
+        """Why nothing matched, by the form ``table-name`` was read in, with the other
+        form's matches (``other_form_matches``, 'db.table' names) when it has some."""
+        if self.flink_table_form:
+            used = (
+                "table-name has no dot, so it was read in Flink CDC's form: a regular "
+                "expression of the table name alone, combined with database-name"
+            )
+            other = "write it as a 'db.table' expression, e.g. 'shop\\.orders' or 'shop\\..*'"
+        else:
+            used = (
+                "table-name has a dot, so it was matched against 'db.table' (e.g. "
+                "'shop\\.orders' or 'shop\\..*'; a '.' in it is a regex wildcard here)"
+            )
+            other = (
+                "for Flink CDC's form (the table name alone, combined with database-name) "
+                "write it without a dot, e.g. 'orders' or 'order_[0-9]+'"
+            )
+        if other_form_matches:
+            shown = ", ".join(other_form_matches[:5])
+            more = ", ..." if len(other_form_matches) > 5 else ""
+            return f"{used}; read in the other form it would match {shown}{more}: {other}"
+        return f"{used}; {other}"
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(self.connect_max_retries)
@@ -194,10 +262,20 @@ class SourceOptions:
         return kwargs
 
     def matches(self, database: str, table: str) -> bool:
-        return bool(
-            re.fullmatch(self.database_pattern, database)
-            and re.fullmatch(self.table_pattern, f"{database}.{table}")
-        )
+        if not re.fullmatch(self.database_pattern, database):
+            return False
+        if self.flink_table_form:
+            return bool(re.fullmatch(self.table_pattern, table))
+        return bool(re.fullmatch(self.table_pattern, f"{database}.{table}"))
+
+    def matches_other_form(self, database: str, table: str) -> bool:
+        """:meth:`matches` with ``table-name`` read in the form it was not read in (for the
+        hint of a ``table-name`` that matches nothing)."""
+        if not re.fullmatch(self.database_pattern, database):
+            return False
+        if self.flink_table_form:
+            return bool(re.fullmatch(self.table_pattern, f"{database}.{table}"))
+        return bool(re.fullmatch(self.table_pattern, table))
 
 
 def _positive_int(options: dict[str, str], name: str, default: int | None) -> int | None:
@@ -230,6 +308,69 @@ def default_snapshot_parallelism() -> int:
     return max(MIN_SNAPSHOT_PARALLELISM, os.cpu_count() or 1)
 
 
+# Flink's Duration syntax (org.apache.flink.util.TimeUtils.parseDuration): a number, optional
+# spaces, a unit from this table (Flink reads a bare number as milliseconds; here it stays
+# seconds, as these options always were).
+_DURATION_UNITS: dict[str, float] = {
+    **dict.fromkeys(("d", "day", "days"), 86400.0),
+    **dict.fromkeys(("h", "hour", "hours"), 3600.0),
+    **dict.fromkeys(("min", "m", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1e-3),
+    **dict.fromkeys(("us", "\u00b5s", "micro", "micros", "microsecond", "microseconds"), 1e-6),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-9),
+}
+
+
+def parse_duration_seconds(name: str, raw: str) -> float:
+    """Seconds of a duration option: ``30``, ``30s``, ``1min``, ``500ms``, ``2 h``."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([^\d\s.]*)\s*", raw)
+    unit = match.group(2).lower() if match else ""
+    if not match or (unit and unit not in _DURATION_UNITS):
+        raise OptionError(
+            f"option '{name}' must be a duration such as '30s', '1min', '500ms' or '2 h' (a "
+            f"bare number is seconds; units: d, h, min, s, ms, us, ns), got '{raw}'"
+        )
+    return float(match.group(1)) * (_DURATION_UNITS[unit] if unit else 1.0)
+
+
+def _whole_seconds(options: dict[str, str], name: str, default: int) -> int:
+    """A duration option for a client that takes whole seconds (PyMySQL's and
+    mysqlclient's ``connect_timeout``, ``WAIT_FOR_EXECUTED_GTID_SET``): a fraction is
+    rounded up, and the log says so."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    seconds = parse_duration_seconds(name, raw)
+    if seconds <= 0:
+        raise OptionError(f"option '{name}' must be a duration above zero, got '{raw}'")
+    whole = math.ceil(seconds - 1e-9)
+    if whole != seconds:
+        log.warning("option '%s' is %s: rounded up to %d s (whole seconds)", name, raw, whole)
+    return whole
+
+
+def mode_snapshots(mode: str) -> bool:
+    """Whether a query in ``scan.startup.mode`` ``mode`` reads a snapshot of the tables."""
+    return mode in SNAPSHOTTING_MODES
+
+
+def _parse_metadata(raw: str | None) -> tuple[str, ...]:
+    if raw is None or not raw.strip():
+        return ()
+    names = tuple(name.strip().lower() for name in raw.split(","))
+    unknown = [name for name in names if name not in METADATA_NAMES]
+    if unknown:
+        raise OptionError(
+            f"option 'metadata.list' has unknown name(s) {', '.join(repr(u) for u in unknown)}; "
+            f"valid names are: {', '.join(METADATA_NAMES)}"
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise OptionError(f"option 'metadata.list' names {', '.join(repeated)} more than once")
+    return names
+
+
 def _parse_server_ids(raw: str) -> ServerIdRange:
     match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", raw)
     if not match:
@@ -242,13 +383,33 @@ def _parse_server_ids(raw: str) -> ServerIdRange:
         raise OptionError(
             f"option 'server-id' range '{raw}' is invalid: use 1 <= first <= last < 2^32"
         )
-    if last == first:
-        raise OptionError(
-            f"option 'server-id' is the single id '{raw}', but a batch reads the binlog in "
-            "one task and normalizes snapshot chunks in others, each needing its own id; give "
-            f"a range such as '{first}-{first + 8}' (its size caps the tasks of a batch)"
-        )
     return ServerIdRange(first, last)
+
+
+def _check_single_server_id(ids: ServerIdRange, mode: str, binlog_parallelism: int) -> None:
+    """One id is enough only for one binlog task per batch and no snapshot: every binlog
+    dump needs its own server id (the server kills an older dump of the same id), and a
+    snapshotting batch runs its binlog task and its snapshot tasks (each of which reads the
+    binlog to normalize its chunks) at once (coordinator/driver.py ``tasks``)."""
+    if ids.size > 1:
+        return
+    why = None
+    if mode_snapshots(mode):
+        why = (
+            f"scan.startup.mode '{mode}' snapshots the tables, and a snapshot batch reads the "
+            "binlog in one task and normalizes snapshot chunks in others, each needing its "
+            "own id"
+        )
+    elif binlog_parallelism > 1:
+        why = (
+            f"scan.binlog.parallelism is {binlog_parallelism}, and each binlog task of a batch "
+            "needs its own id"
+        )
+    if why:
+        raise OptionError(
+            f"option 'server-id' is the single id '{ids.first}', but {why}; give a range such "
+            f"as '{ids.first}-{ids.first + 8}' (its size caps the tasks of a batch)"
+        )
 
 
 def _check_regex(name: str, pattern: str) -> None:
@@ -258,16 +419,36 @@ def _check_regex(name: str, pattern: str) -> None:
         raise OptionError(f"option '{name}' is not a valid regular expression: {err}") from None
 
 
+_UTC_NAMES = {"utc", "z", "gmt", "etc/utc", "etc/gmt", "etc/uct", "uct", "zulu", "etc/zulu"}
+
+
 def _check_time_zone(raw: str) -> None:
-    if re.fullmatch(r"[+-](0\d|1[0-4]):[0-5]\d", raw) or raw.upper() == "UTC":
+    """Flink CDC's ``server-time-zone`` is the session zone MySQL TIMESTAMP values are
+    converted to local date-times in (Flink CDC docs, MySQL connector options: "It
+    controls how the TIMESTAMP type in MYSQL converted to STRING"). This source reads a
+    TIMESTAMP as the exact instant it stores (Spark ``timestamp``; every session runs
+    in UTC, and the binlog holds seconds since the epoch), so no zone changes a value:
+    rather than accept a zone and ignore it, anything but UTC is refused with the reason
+    (tests/integration/test_flink_options.py shows the values do not depend on zones)."""
+    text = raw.strip()
+    if text.lower() in _UTC_NAMES or re.fullmatch(r"(?:UTC|GMT)?[+-]0?0(?::?00)?", text, re.I):
         return
-    try:
-        ZoneInfo(raw)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise OptionError(
-            f"option 'server-time-zone' must be an IANA zone such as 'Europe/Berlin' or an "
-            f"offset such as '+02:00', got '{raw}'"
-        ) from None
+    if not re.fullmatch(r"[+-](0\d|1[0-4]):[0-5]\d", text):
+        try:
+            ZoneInfo(text)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise OptionError(
+                f"option 'server-time-zone' must be an IANA zone such as 'Europe/Berlin' or "
+                f"an offset such as '+02:00', got '{raw}'"
+            ) from None
+    raise OptionError(
+        f"option 'server-time-zone' is '{raw}', but only UTC is accepted: in Flink CDC it is "
+        "the zone MySQL TIMESTAMP values are converted to local date-times in, while this "
+        "source reads a TIMESTAMP as the exact instant it stores (a Spark timestamp), "
+        "whatever the server's time_zone, so another zone would change nothing. Remove the "
+        "option (or set it to UTC) and show the values in a zone with Spark's "
+        "spark.sql.session.timeZone; DATETIME values are the wall-clock values as stored"
+    )
 
 
 def is_loopback(hostname: str) -> bool:
@@ -377,6 +558,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
     )
     if "server-id" in options:
         server_ids = _parse_server_ids(options["server-id"])
+        _check_single_server_id(server_ids, mode, binlog_parallelism)
     else:  # one id per task of a batch, at least DEFAULT_SERVER_IDS
         needed = max(DEFAULT_SERVER_IDS, binlog_parallelism + snapshot_parallelism)
         server_ids = ServerIdRange(DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + needed - 1)
@@ -405,7 +587,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         ),
         fetch_size=_positive_int(options, "scan.snapshot.fetch.size", DEFAULT_FETCH_SIZE),
         snapshot_parallelism=snapshot_parallelism,
-        connect_timeout=_positive_int(options, "connect.timeout", 30),
+        connect_timeout=_whole_seconds(options, "connect.timeout", 30),
         connect_max_retries=_non_negative_int(options, "connect.max-retries", DEFAULT_MAX_RETRIES),
         snapshot_client=client,
         binlog_parallelism=binlog_parallelism,
@@ -414,5 +596,6 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             options, "scan.binlog.max-rows-per-batch", DEFAULT_BINLOG_ROWS_PER_BATCH
         ),
         snapshot_visibility=visibility,
-        gtid_wait_timeout=_positive_int(options, "scan.snapshot.gtid-wait.timeout", 60),
+        gtid_wait_timeout=_whole_seconds(options, "scan.snapshot.gtid-wait.timeout", 60),
+        metadata=_parse_metadata(options.get("metadata.list")),
     )

@@ -72,11 +72,11 @@ def check_binlog_access(conn, connect, options: SourceOptions) -> None:
 def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
     tables = read_schemas(conn, options.matches)
     if not tables:
+        other = [t.name for t in discover_tables(conn, options.matches_other_form)]
         raise PreflightError(
             f"no table matches database-name '{options.database_pattern}' and table-name "
-            f"'{options.table_pattern}' (table-name is matched against 'db.table', e.g. "
-            f"'shop\\.orders' or 'shop\\..*'); the account '{options.username}' also needs "
-            "SELECT on the tables to see them"
+            f"'{options.table_pattern}' ({options.no_table_hint(other)}); the account "
+            f"'{options.username}' also needs SELECT on the tables to see them"
         )
     problems = table_problems(tables)
     if problems:

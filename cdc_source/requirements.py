@@ -271,8 +271,10 @@ def check_tables(conn, options: SourceOptions) -> tuple[list[TableSchema], list[
                 FAIL,
                 f"no table matches database-name '{options.database_pattern}' and table-name "
                 f"'{options.table_pattern}'",
-                "table-name is matched against 'db.table', e.g. 'shop\\.orders'; the account "
-                "also needs SELECT on the tables to see them",
+                options.no_table_hint(
+                    [t.name for t in discover_tables(conn, options.matches_other_form)]
+                )
+                + "; the account also needs SELECT on the tables to see them",
             )
         ]
     problems = table_problems(tables)

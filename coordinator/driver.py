@@ -279,12 +279,17 @@ class QueryDriver:
         traits = self.traits()
         parts: list[BinlogTask | ChunkTask] = []
         # Server ids: binlog tasks first, then snapshot tasks; never more tasks than ids.
-        binlog_tasks = min(self.options.binlog_parallelism, ids.size - 1)
-        if (
+        # One id serves a binlog-only batch (options._check_single_server_id): a batch
+        # with no binlog range gives every id to its snapshot tasks.
+        reads_binlog = (
             start.binlog is not None
             and end.binlog is not None
             and (start.binlog.coordinates < end.binlog.coordinates)
-        ):
+        )
+        binlog_tasks = (
+            min(self.options.binlog_parallelism, max(1, ids.size - 1)) if reads_binlog else 0
+        )
+        if reads_binlog:
             # Only the tables the stream owns any of travel (partitions stay small).
             owned = tuple(t for t in self.tables if owns_any_of(start.snapshot, t.name))
             for slot in range(binlog_tasks):
@@ -306,6 +311,12 @@ class QueryDriver:
             # task decodes the binlog from the planned position to its snapshot, so more
             # tasks than cores only multiply that work and widen the windows.
             slots = min(ids.size - binlog_tasks, self.options.snapshot_parallelism)
+            if slots < 1:
+                raise RuntimeError(
+                    f"server-id '{ids}' leaves no id for the snapshot tasks of a batch that "
+                    f"snapshots {chunks[0].table.name} next to its binlog task; give "
+                    f"'server-id' a range such as '{ids.first}-{ids.first + 8}'"
+                )
             groups = _spread(chunks, min(len(chunks), slots))
             for i, group in enumerate(groups):
                 task = ChunkTask(

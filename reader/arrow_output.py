@@ -11,7 +11,8 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from cdc_source.catalog import TableSchema
-from cdc_source.output_schema import is_envelope, output_schema
+from cdc_source.offsets import BinlogPosition
+from cdc_source.output_schema import is_envelope, output_metadata, output_schema
 from cdc_source.types import (
     canonical_value,
     json_default,
@@ -35,6 +36,39 @@ class Emitted:
     ts_ms: int
 
 
+@dataclass(frozen=True)
+class RowOrigins:
+    """Where each output row comes from, for the ``metadata.list`` columns: Arrow arrays
+    of one length (never crosses a process)."""
+
+    op_ts_ms: pa.Array  # int64, epoch milliseconds
+    binlog_file: pa.Array  # string
+    binlog_pos: pa.Array  # int64
+    gtid: pa.Array  # string, null without one
+    server_id: pa.Array  # int64, null for snapshot rows
+    row_index: pa.Array  # int64, null for snapshot rows
+
+    def slice(self, offset: int, length: int) -> RowOrigins:
+        return RowOrigins(
+            *(getattr(self, name).slice(offset, length) for name in self.__dataclass_fields__)
+        )
+
+    @staticmethod
+    def snapshot(target: BinlogPosition, count: int) -> RowOrigins:
+        """Snapshot rows (op 'r') are exact as of the batch's target position: its file and
+        end position, and for ``op_ts`` the time the driver read that position (the
+        ``_ts_ms`` they already carry; Debezium stamps a snapshot row with the time it was
+        read, Flink CDC with 0). No event wrote them: no GTID, server id or row index."""
+        return RowOrigins(
+            _constant(pa.scalar(target.ts, pa.int64()), count),
+            _constant(pa.scalar(target.file), count),
+            _constant(pa.scalar(target.pos, pa.int64()), count),
+            pa.nulls(count, pa.string()),
+            pa.nulls(count, pa.int64()),
+            pa.nulls(count, pa.int64()),
+        )
+
+
 def _canonical(table: TableSchema, image: dict | None) -> dict | None:
     if image is None:
         return None
@@ -46,10 +80,18 @@ def _constant(value: pa.Scalar, count: int) -> pa.Array:
 
 
 class ArrowWriter:
-    def __init__(self, tables: Iterable[TableSchema], rows_per_batch: int = ROWS_PER_BATCH):
+    def __init__(
+        self,
+        tables: Iterable[TableSchema],
+        rows_per_batch: int = ROWS_PER_BATCH,
+        metadata: tuple[str, ...] = (),
+    ):
         self.tables = tuple(tables)
         self.envelope = is_envelope(self.tables)
-        self.arrow_schema = to_arrow_schema(output_schema(self.tables), timezone="UTC")
+        self.arrow_schema = to_arrow_schema(output_schema(self.tables, metadata), timezone="UTC")
+        # The metadata.list columns, last in the schema (all of them in the envelope).
+        self.metadata = output_metadata(self.tables, metadata)
+        self._base_width = len(self.arrow_schema) - len(self.metadata)
         self.rows_per_batch = rows_per_batch
         self._converters: dict[str, tuple] = {}
 
@@ -62,24 +104,63 @@ class ArrowWriter:
         for start in range(0, batch.num_rows, self.rows_per_batch):
             yield batch.slice(start, self.rows_per_batch)
 
-    def batches(self, rows: Iterable[Emitted]) -> Iterator[pa.RecordBatch]:
+    def metadata_columns(
+        self, database: pa.Array, table: pa.Array, origins: RowOrigins
+    ) -> list[pa.Array]:
+        """The ``metadata.list`` columns of rows of ``database``.``table`` (one value per
+        row) that come from ``origins``, in the schema's order."""
+        width = self._base_width
+        columns = []
+        for offset, name in enumerate(self.metadata):
+            if name == "database_name":
+                column = database
+            elif name == "table_name":
+                column = table
+            elif name == "op_ts":  # milliseconds -> Spark's timestamp[us, UTC]
+                ms = pc.cast(origins.op_ts_ms, pa.int64())
+                column = pc.multiply(ms, 1000)
+            else:
+                column = getattr(origins, name)
+            columns.append(column.cast(self.arrow_schema.field(width + offset).type))
+        return columns
+
+    def table_metadata_columns(self, schema: TableSchema, origins: RowOrigins) -> list[pa.Array]:
+        """:meth:`metadata_columns` of rows all of table ``schema``."""
+        count = len(origins.op_ts_ms)
+        return self.metadata_columns(
+            _constant(pa.scalar(schema.database), count),
+            _constant(pa.scalar(schema.table), count),
+            origins,
+        )
+
+    def batches(
+        self, rows: Iterable[Emitted], origins: RowOrigins | BinlogPosition | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """``rows`` in batches; ``origins`` gives their metadata columns: per row (in the
+        order of ``rows``), or a snapshot's target position for rows all read as of it."""
         columns = self._empty()
-        count = 0
+        count = done = 0
         for row in rows:
             self._append(columns, row)
             count += 1
             if count >= self.rows_per_batch:
-                yield self._batch(columns)
-                columns, count = self._empty(), 0
+                yield self._batch(columns, origins, done)
+                columns, done, count = self._empty(), done + count, 0
         if count:
-            yield self._batch(columns)
+            yield self._batch(columns, origins, done)
 
     def snapshot_text_batches(
-        self, table: TableSchema, columns: list[pa.Array], seqs: pa.Array, ts_ms: int
+        self,
+        table: TableSchema,
+        columns: list[pa.Array],
+        seqs: pa.Array,
+        ts_ms: int,
+        target: BinlogPosition | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Snapshot rows (``op`` 'r') from the SELECT's text columns (one binary array per
         column of ``table``), typed column by column by Arrow: no per-value Python for
-        most types. The envelope schema (several tables) takes the per-row path."""
+        most types. The envelope schema (several tables) takes the per-row path.
+        ``target``, the position the rows are exact as of, gives the metadata columns."""
         count = len(seqs)
         if not count:
             return
@@ -96,7 +177,7 @@ class ArrowWriter:
                 )
                 for i, seq in enumerate(seqs.to_pylist())
             )
-            yield from self.batches(rows)
+            yield from self.batches(rows, target)
             return
         arrays = [
             text_column_to_arrow(column, values, field.type)
@@ -105,10 +186,27 @@ class ArrowWriter:
         arrays.append(_constant(pa.scalar("r"), count))
         arrays.append(seqs)
         arrays.append(_constant(pa.scalar(ts_ms, pa.int64()), count))
+        if self.metadata:
+            arrays += self.table_metadata_columns(table, self._origins(target, 0, count))
         yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
+    def _origins(
+        self, origins: RowOrigins | BinlogPosition | None, offset: int, count: int
+    ) -> RowOrigins:
+        if origins is None:
+            raise ValueError(
+                "the output has metadata columns, but these rows came without their origins"
+            )
+        if isinstance(origins, BinlogPosition):
+            return RowOrigins.snapshot(origins, count)
+        if offset + count > len(origins.op_ts_ms):
+            raise ValueError(
+                f"{offset + count} rows, but origins for {len(origins.op_ts_ms)} of them"
+            )
+        return origins.slice(offset, count)
+
     def _empty(self) -> list[list]:
-        return [[] for _ in self.arrow_schema.names]
+        return [[] for _ in range(self._base_width)]
 
     def _append(self, columns: list[list], row: Emitted) -> None:
         if self.envelope:
@@ -133,8 +231,18 @@ class ArrowWriter:
         for column, value in zip(columns, values):
             column.append(value)
 
-    def _batch(self, columns: list[list]) -> pa.RecordBatch:
+    def _batch(
+        self, columns: list[list], origins: RowOrigins | BinlogPosition | None, offset: int
+    ) -> pa.RecordBatch:
         arrays = [
             pa.array(values, type=field.type) for values, field in zip(columns, self.arrow_schema)
         ]
+        if self.metadata:
+            count = len(columns[0])
+            origins = self._origins(origins, offset, count)
+            if self.envelope:  # the rows' own database and table columns
+                arrays += self.metadata_columns(arrays[0], arrays[1], origins)
+            else:
+                table = self.tables[0]
+                arrays += self.table_metadata_columns(table, origins)
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)

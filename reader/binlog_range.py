@@ -24,6 +24,7 @@ from cdc_source.binlog.events import (
     Format,
     parse_query,
 )
+from cdc_source.binlog.gtid_scan import gtid_text
 from cdc_source.binlog.row_plan import json_columns, table_plan
 from cdc_source.binlog.rows_event import (
     PartialRowImageError,
@@ -61,7 +62,10 @@ class ChangeBlock:
 
     ``rows.before``/``rows.after`` follow ``table_map.columns``; per row, ``file_number``,
     ``end_pos``, ``sub`` (index of the event among those ending at ``end_pos``),
-    ``row_index`` (inside its event) and ``timestamp`` (event time, seconds)."""
+    ``row_index`` (inside its event) and ``timestamp`` (event time, seconds); for the
+    ``metadata.list`` columns, when the reader keeps them (``origins``), ``file`` (the
+    event's file name), ``gtid`` (its transaction's GTID text, or None) and
+    ``server_id`` (the event header's)."""
 
     table: str
     table_map: TableMap
@@ -71,6 +75,9 @@ class ChangeBlock:
     sub: np.ndarray
     row_index: np.ndarray
     timestamp: np.ndarray
+    file: np.ndarray | None = None  # object arrays, one value per row
+    gtid: np.ndarray | None = None
+    server_id: np.ndarray | None = None
 
     @property
     def num_rows(self) -> int:
@@ -85,6 +92,8 @@ class _Accumulator:
     sink: RowSink
     counts: list[int] = field(default_factory=list)
     events: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # Per event (file, GTID, server id), kept only for metadata.list (RangeReader origins)
+    origins: list[tuple[str, str | None, int]] | None = None
 
     def full(self) -> bool:
         return self.sink.rows >= ROWS_PER_BLOCK or self.sink.nbytes >= BYTES_PER_BLOCK
@@ -94,6 +103,14 @@ class _Accumulator:
         per_event = np.asarray(self.events, dtype=np.int64).reshape(-1, 4)
         starts = np.repeat(np.cumsum(counts) - counts, counts)
         rows = self.sink.take()
+        origins = None
+        if self.origins is not None:
+            files, gtids, server_ids = zip(*self.origins) if self.origins else ((), (), ())
+            origins = (
+                np.repeat(np.array(files, dtype=object), counts),
+                np.repeat(np.array(gtids, dtype=object), counts),
+                np.repeat(np.array(server_ids, dtype=np.int64), counts),
+            )
         block = ChangeBlock(
             self.table_map.name,
             self.table_map,
@@ -103,8 +120,11 @@ class _Accumulator:
             np.repeat(per_event[:, 2], counts),
             np.arange(rows.rows, dtype=np.int64) - starts,
             np.repeat(per_event[:, 3], counts),
+            *(origins or ()),
         )
         self.counts, self.events = [], []
+        if self.origins is not None:
+            self.origins = []
         return block
 
 
@@ -227,6 +247,7 @@ class RangeReader:
         stride: int = 1,
         slot: int = 0,
         decoder: str | None = None,
+        origins: bool = False,
     ) -> None:
         self.source = source
         self.start = start
@@ -238,13 +259,18 @@ class RangeReader:
         self.decoder = decoder
         self.accumulators: dict[int, _Accumulator] = {}  # by id() of the table map
         self.ordinal = -1
+        # Each row's file, GTID and server id, kept only for metadata.list (``origins``);
+        # the GTID of the transaction being read.
+        self.origins = origins
+        self.gtid: str | None = None
 
     def blocks(self) -> Iterator[ChangeBlock]:
         end = self.end.coordinates
         if self.start.coordinates >= end:
             return
         tracker = XaTracker(self._prepared_before_start())
-        commits: list[tuple[str, tuple[str, int], Event]] = []  # XA commits this task emits
+        # XA commits this task emits, with the GTID of the commit's transaction
+        commits: list[tuple[str, tuple[str, int], Event, str | None]] = []
         reader, events, close = self.source.open(
             self.start.file, self.start.pos, self.end.coordinates
         )
@@ -273,6 +299,8 @@ class RangeReader:
                     self._check_statement(query.schema, query.query, event)
                     self._xa(tracker.observe(event, reader.format, query.query), event, commits)
                 elif t in _XA_EVENTS:
+                    if self.origins and t in _GTID_EVENTS:
+                        self.gtid = gtid_text(event)
                     self._xa(tracker.observe(event, reader.format), event, commits)
                 else:
                     _check_skippable(event)
@@ -286,8 +314,8 @@ class RangeReader:
             )
         # Read again only now: a second dump with this task's server id while the first
         # is open would make the server kill the first (kill_zombie_dump_threads).
-        for xid, begin, commit in commits:
-            yield from self._xa_commit(xid, begin, commit)
+        for xid, begin, commit, gtid in commits:
+            yield from self._xa_commit(xid, begin, commit, gtid)
 
     def _prepared_before_start(self) -> dict[str, tuple[str, int]]:
         """XA transactions prepared before ``start`` and unresolved at it: the offset
@@ -319,7 +347,7 @@ class RangeReader:
         else:
             return
         if self._next_unit():
-            commits.append((action.xid, begin, event))
+            commits.append((action.xid, begin, event, self.gtid))
 
     def _next_unit(self) -> bool:
         self.ordinal += 1
@@ -333,6 +361,7 @@ class RangeReader:
         sub: int,
         position: tuple[int, int] | None = None,
         timestamp: int | None = None,
+        origin: tuple[str, str | None, int] | None = None,
     ) -> Iterator[ChangeBlock]:
         table_id = table_id_of(event.body, fmt.post_header_len(event.type, 8))
         table_map = maps.get(table_id, event)
@@ -344,6 +373,8 @@ class RangeReader:
         accumulator = self.accumulators.get(id(table_map))
         if accumulator is None:
             accumulator = self.accumulators[id(table_map)] = maps.new_accumulator(table_map)
+            if self.origins:
+                accumulator.origins = []
         try:
             count = accumulator.sink.decode(
                 rows_event.data,
@@ -366,6 +397,8 @@ class RangeReader:
         accumulator.counts.append(count)
         when = event.timestamp if timestamp is None else timestamp
         accumulator.events.append((file_number, end_pos, sub, when))
+        if accumulator.origins is not None:
+            accumulator.origins.append(origin or (event.file, self.gtid, event.server_id))
         if accumulator.full():
             yield accumulator.take()
 
@@ -375,21 +408,24 @@ class RangeReader:
                 yield accumulator.take()
         self.accumulators.clear()
 
-    def _xa_commit(self, xid: str, begin: tuple[str, int], commit: Event) -> Iterator[ChangeBlock]:
+    def _xa_commit(
+        self, xid: str, begin: tuple[str, int], commit: Event, gtid: str | None
+    ) -> Iterator[ChangeBlock]:
         """An XA transaction happens at its commit: its rows, written at XA PREPARE, are
-        read again from the transaction's start and emitted at the commit's position and
-        time."""
+        read again from the transaction's start and emitted at the commit's position,
+        time, GTID and server id."""
         reader, events, close = self.source.open(begin[0], begin[1])
         try:
             maps = TableMaps(self.decoder)
             position = (_file_number(commit.file), commit.end_pos)
+            origin = (commit.file, gtid, commit.server_id)
             sub = 0
             for event in events:
                 if event.type == c.TABLE_MAP:
                     maps.add(event, reader.format)
                 elif event.type in c.ROW_EVENTS:
                     yield from self._rows(
-                        event, reader.format, maps, sub, position, commit.timestamp
+                        event, reader.format, maps, sub, position, commit.timestamp, origin
                     )
                     sub += 1
                 elif event.type == c.XA_PREPARE:
@@ -418,7 +454,8 @@ class RangeReader:
 
 
 _HANDLED_QUIETLY = {c.XID, c.ROTATE, c.FORMAT_DESCRIPTION}
-_XA_EVENTS = {c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED, c.MARIADB_GTID, c.XA_PREPARE}
+_GTID_EVENTS = {c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED, c.MARIADB_GTID}
+_XA_EVENTS = _GTID_EVENTS | {c.XA_PREPARE}
 
 
 def _check_skippable(event: Event) -> None:

@@ -22,7 +22,7 @@ from cdc_source.keys import key_from_json, needs_weight
 from cdc_source.partitions import BinlogTask
 from cdc_source.retry import RetryPolicy
 from cdc_source.sequence import binlog_seq_array
-from reader.arrow_output import ArrowWriter, Emitted
+from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
 from reader.binlog_range import ChangeBlock, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
@@ -82,6 +82,7 @@ class BinlogReader:
                 stride=self.task.stride,
                 slot=self.task.slot,
                 decoder=self.task.decoder,
+                origins=bool(writer.metadata),
             )
             for block in reader.blocks():
                 yield from self._emit(writer, ownership, block)
@@ -133,8 +134,9 @@ class BinlogReader:
             self.task.start.epoch,
         )
         ts_ms = pa.array(block.timestamp[rows] * 1000, pa.int64())
+        origins = _origins(block, rows, ts_ms) if writer.metadata else None
         if writer.envelope:
-            yield from self._envelope(writer, images.schema, images, rows, ops, seq, ts_ms)
+            yield from self._envelope(writer, images.schema, images, rows, ops, seq, ts_ms, origins)
             return
         take = pa.array(rows)
         use_before = pa.array(ops == _OP_DELETE)
@@ -147,9 +149,11 @@ class BinlogReader:
             for i in range(len(types))
         ]
         columns += [pa.array(_OPS[ops].tolist(), pa.string()), seq, ts_ms]
+        if origins is not None:
+            columns += writer.table_metadata_columns(schema, origins)
         yield from writer.split(pa.RecordBatch.from_arrays(columns, schema=writer.arrow_schema))
 
-    def _envelope(self, writer, schema, images, rows, ops, seq, ts_ms):
+    def _envelope(self, writer, schema, images, rows, ops, seq, ts_ms, origins):
         before = images.python_images("before")
         after = images.python_images("after")
         seqs = seq.to_pylist()
@@ -165,7 +169,7 @@ class BinlogReader:
             )
             for i, (row, op) in enumerate(zip(rows.tolist(), ops.tolist()))
         )
-        yield from writer.batches(emitted)
+        yield from writer.batches(emitted, origins)
 
     def _same_key(self, schema: TableSchema, images: ImageColumns, update: np.ndarray):
         """Whether each update keeps its primary key: equal raw key values, or, for a
@@ -230,6 +234,20 @@ class BinlogReader:
             [ownership.owns(table, k) if k is not None else False for k in sort_a], dtype=bool
         )
         return owned_b, owned_a
+
+
+def _origins(block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array) -> RowOrigins:
+    """The metadata of the emitted ``rows`` of ``block`` (both halves of a primary-key
+    update come from one row of its event): the event's file, end position, GTID, server
+    id and the row's index in it."""
+    return RowOrigins(
+        ts_ms,
+        pa.array(block.file[rows], pa.string()),
+        pa.array(block.end_pos[rows], pa.int64()),
+        pa.array(block.gtid[rows], pa.string()),
+        pa.array(block.server_id[rows], pa.int64()),
+        pa.array(block.row_index[rows], pa.int64()),
+    )
 
 
 def _as_image(schema: TableSchema, key: tuple | None) -> dict | None:

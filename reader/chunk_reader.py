@@ -344,9 +344,11 @@ class ChunkReader:
                 keys = keys.filter(keep)
             if len(keys):
                 seqs = snapshot_seq_column(prefix, keys)
-                yield from writer.snapshot_text_batches(schema, columns[:width], seqs, target.ts)
+                yield from writer.snapshot_text_batches(
+                    schema, columns[:width], seqs, target.ts, target
+                )
         images = [
             Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
             for key, row in restored_rows(overrides)
         ]
-        yield from writer.batches(images)
+        yield from writer.batches(images, target)

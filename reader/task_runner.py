@@ -26,9 +26,11 @@ def run_task(
     connection_kwargs: dict,
     tables: tuple[TableSchema, ...],
     policy: RetryPolicy | None = None,
+    metadata: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """The task's batches; transient faults are retried within ``policy`` (a task that
-    still fails is retried whole by Spark, up to ``spark.task.maxFailures``).
+    """The task's batches (with the ``metadata.list`` columns ``metadata``); transient
+    faults are retried within ``policy`` (a task that still fails is retried whole by
+    Spark, up to ``spark.task.maxFailures``).
 
     A task planned against a server that is no longer the one reached (a fail-over
     while its batch ran) is relocated there by its positions' GTID states before it
@@ -36,7 +38,7 @@ def run_task(
     next attempt relocates it from the start."""
     emitted = False
     try:
-        for batch in _batches(task, connection_kwargs, tables, policy):
+        for batch in _batches(task, connection_kwargs, tables, policy, metadata):
             emitted = True
             yield batch
         return
@@ -44,7 +46,7 @@ def run_task(
         if emitted:
             raise
     moved = relocated(task, connection_kwargs, policy)
-    yield from _batches(moved, connection_kwargs, tables, policy)
+    yield from _batches(moved, connection_kwargs, tables, policy, metadata)
 
 
 def relocated(
@@ -84,8 +86,9 @@ def _batches(
     connection_kwargs: dict,
     tables: tuple[TableSchema, ...],
     policy: RetryPolicy | None,
+    metadata: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
-    writer = ArrowWriter(tables)
+    writer = ArrowWriter(tables, metadata=metadata)
     if isinstance(task, BinlogTask):
         return BinlogReader(task, connection_kwargs, connect, policy).batches(writer)
     batches = ChunkReader(task, connection_kwargs, connect, policy).record_batches(writer)

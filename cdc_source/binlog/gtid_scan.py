@@ -77,6 +77,17 @@ def event_gtid(state: GtidState, event: Event) -> tuple | None:
     return None
 
 
+def gtid_text(event: Event) -> str | None:
+    """The GTID a transaction's GTID event names, in its server's syntax (MariaDB
+    'domain-server-seq', MySQL 'uuid:n' or 'uuid:tag:n'); None for an anonymous one."""
+    if event.type == c.MARIADB_GTID:
+        parsed = parse_mariadb_gtid(event.body)
+        return _text((parsed.domain_id, event.server_id, parsed.seq_no))
+    if event.type in (c.GTID, c.GTID_TAGGED):
+        return _text(parse_mysql_gtid(event))
+    return None
+
+
 def _add(state: GtidState, gtid: tuple) -> None:
     if isinstance(state, MariaGtidPos):
         state.add(*gtid)

@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import time_literal
+from cdc_source.offsets import BinlogPosition
 from cdc_source.output_schema import output_schema
 from cdc_source.types import canonical_value
 from reader.arrow_output import ArrowWriter, Emitted
@@ -106,7 +107,8 @@ def test_envelope_snapshot_batches_keep_every_row_and_stay_bounded():
     writer = ArrowWriter([TABLE, other], rows_per_batch=10)
     records = [(i,) + NULLS[1:] for i in range(25)]
     seqs = pa.array([f"{i:03d}" for i in range(25)])
-    batches = list(writer.snapshot_text_batches(TABLE, _text_columns(records), seqs, 1))
+    target = BinlogPosition("binlog.000002", 4321, "", 1)
+    batches = list(writer.snapshot_text_batches(TABLE, _text_columns(records), seqs, 1, target))
     assert [b.num_rows for b in batches] == [10, 10, 5]
     assert all(
         b.schema == to_arrow_schema(output_schema([TABLE, other]), timezone="UTC") for b in batches

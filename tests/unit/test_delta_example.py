@@ -23,8 +23,12 @@ from hypothesis import strategies as st
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import sort_key, time_literal
+from cdc_source.offsets import BinlogPosition
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.key_weights import WeightResolver
+
+# Where the envelope's rows come from (its metadata columns; not looked at here).
+ORIGIN = BinlogPosition("binlog.000001", 4, "", 7)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
 
@@ -142,7 +146,7 @@ def _typed(rows: list[Emitted], table=TABLE) -> pa.Table:
 
 
 def _envelope(rows: list[Emitted]) -> pa.Table:
-    return pa.Table.from_batches(list(ArrowWriter([TABLE, OTHER]).batches(rows)))
+    return pa.Table.from_batches(list(ArrowWriter([TABLE, OTHER]).batches(rows, ORIGIN)))
 
 
 def _same(envelope: pa.Table, typed: pa.Table, table=TABLE) -> None:
@@ -190,7 +194,7 @@ def test_snapshot_text_through_the_envelope_equals_the_typed_columns():
         list(ArrowWriter([TABLE]).snapshot_text_batches(TABLE, texts, seqs, 1))
     )
     envelope = pa.Table.from_batches(
-        list(ArrowWriter([TABLE, OTHER]).snapshot_text_batches(TABLE, texts, seqs, 1))
+        list(ArrowWriter([TABLE, OTHER]).snapshot_text_batches(TABLE, texts, seqs, 1, ORIGIN))
     )
     _same(envelope, typed)
 
@@ -227,7 +231,7 @@ def test_generated_values_round_trip_through_the_envelope(values):
         Emitted(table, "c", None, dict(zip(table.column_names, (i,) + v)), f"s{i:04d}", 1)
         for i, v in enumerate(values)
     ]
-    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows)))
+    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows, ORIGIN)))
     _same(envelope, _typed(rows, table), table)
 
 
@@ -576,7 +580,7 @@ def test_key_bytes_of_typed_columns_equal_the_sources_sort_key(key):
         ]
     typed = _typed(rows, table)
     assert example.KeyBytes(table, server.resolver())(typed).to_pylist() == want
-    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows)))
+    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows, ORIGIN)))
     parsed = example.EnvelopeImages(table).changes(envelope)
     assert example.KeyBytes(table, server.resolver())(parsed).to_pylist() == want
 
