@@ -339,6 +339,34 @@ def test_a_position_inside_a_transaction_is_refused_with_the_reason(server):
     assert start.binlog.file == file and 4 < start.binlog.pos <= before
 
 
+def test_each_resolution_is_a_function_of_the_binlog_not_of_the_moment(server):
+    """Resolved twice with writes in between (a restart before batch 0 was logged), each
+    mode gives the same offset, text and all (Spark compares offsets as strings)."""
+    database = _table(server, "start_determinism")
+    server.execute(*BEFORE, database=database)
+    file, pos = _head(server)
+    ((gtids,),) = server.query("SELECT @@global.gtid_binlog_pos")
+    ((now,),) = server.query("SELECT UNIX_TIMESTAMP()")
+    modes = [
+        {"scan.startup.mode": "earliest-offset"},
+        {
+            "scan.startup.mode": "specific-offset",
+            "scan.startup.specific-offset.file": file,
+            "scan.startup.specific-offset.pos": str(pos),
+        },
+        {"scan.startup.mode": "specific-offset", "scan.startup.specific-offset.gtid-set": gtids},
+        {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(int(now) * 1000)},
+    ]
+    first = [_resolve(server, database, **mode).to_json() for mode in modes]
+    server.execute(*AFTER, database=database)
+    server.execute("FLUSH BINARY LOGS")
+    server.execute("UPDATE t SET n = n + 1", database=database)
+    again = [_resolve(server, database, **mode).to_json() for mode in modes]
+    assert again == first
+    assert all(len(text) < 1024 for text in first)
+    assert '"gtids":"' + gtids + '"' in first[1] and '"gtids":"' + gtids + '"' in first[2]
+
+
 def test_purged_and_future_gtid_sets_and_times_are_clear_errors(server):
     database = _table(server, "start_errors_gtid")
     server.execute(*BEFORE, database=database)

@@ -270,6 +270,21 @@ def test_mysql_transactions_ddl_and_xa_prepare():
         gtid(540),
     ]
     assert boundaries(events, "mysql") == [390, 440, 460, 510, 530]
+    walk = TransactionWalk("mysql", lambda: Format())
+    states = {}
+    for event in events:
+        if walk.boundary_before(event):
+            states[event.start_pos] = walk.here(event).gtids
+        walk.feed(event)
+    # the exact GTID state at each boundary: the transactions before it
+    source = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert states == {
+        390: "",
+        440: f"{source}:1",
+        460: f"{source}:1-2",
+        510: f"{source}:1-3",
+        530: f"{source}:1-4",
+    }
 
 
 def test_scan_to_time_stops_before_the_first_transaction_at_or_after_it():
