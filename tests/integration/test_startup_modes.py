@@ -5,6 +5,8 @@ future start positions are clear errors."""
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 
 import pytest
@@ -243,6 +245,119 @@ def test_snapshot_mode_ends_at_the_handover(server, spark, tmp_path):
     )
     print(f"snapshot: largest offset {LARGEST['snapshot']} bytes")
     assert LARGEST["snapshot"] < 1024
+
+
+class _Writer(threading.Thread):
+    """Inserts, updates and deletes rows of ``t`` until stopped (one transaction each)."""
+
+    def __init__(self, server, database: str) -> None:
+        super().__init__(daemon=True)
+        self.server, self.database = server, database
+        self.done = threading.Event()
+        self.count = 0
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        with self.server.admin(self.database) as conn, conn.cursor() as cur:
+            conn.autocommit(True)
+            while not self.done.is_set():
+                key = rng.randint(1, 2500)
+                kind = rng.random()
+                if kind < 0.5:
+                    cur.execute("UPDATE t SET n = n + 1, v = %s WHERE id = %s", (f"w{key}", key))
+                elif kind < 0.75:
+                    cur.execute("DELETE FROM t WHERE id = %s", (key,))
+                else:
+                    cur.execute(
+                        "INSERT INTO t VALUES (%s, 'ins', 0) ON DUPLICATE KEY UPDATE n = -n",
+                        (key,),
+                    )
+                self.count += 1
+                time.sleep(0.002)  # leave the two cores to the query, too
+
+
+def test_snapshot_mode_under_writes_is_the_table_at_the_handover(server, spark, tmp_path):
+    """A snapshot-mode query (processing-time trigger) while a writer commits: its output
+    is the table as of the hand-over position P, and no batch follows the hand-over.
+    Proven by a specific-offset query from P: the snapshot's rows plus every change
+    after P rebuild SELECT * exactly."""
+    database = _table(server, "start_snapshot_writes")
+    server.execute(
+        "INSERT INTO t SELECT seq, CONCAT('r', seq), seq FROM seq_1_to_2000", database=database
+    )
+    extra = {
+        "scan.startup.mode": "snapshot",
+        "scan.incremental.snapshot.chunk.size": "100",
+        "scan.snapshot.chunks-per-batch": "2",
+    }
+    options = server.source_options(database, rf"{database}\.t", **extra)
+    writer = _Writer(server, database)
+    writer.start()
+    try:
+        # A processing-time trigger: each batch is planned at the head of its time (under
+        # availableNow every batch would be planned at the head frozen at the start).
+        run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
+        query = run.start()
+        try:
+            wait_for(
+                lambda: (
+                    (b := handover_batch(run.checkpoint)) is not None
+                    and b in committed_batches(run.checkpoint)
+                ),
+                300,
+                "the hand-over batch to commit",
+                query,
+            )
+            count = writer.count
+            wait_for(lambda: writer.count > count + 100, 60, "writes after the hand-over")
+            query.processAllAvailable()
+            assert query.isActive and query.exception() is None
+        finally:
+            query.stop()
+    finally:
+        writer.done.set()
+        writer.join()
+    handover = handover_batch(run.checkpoint)
+    offsets = source_offsets(run.checkpoint)
+    assert handover == max(offsets) and handover >= 3  # several batches while it wrote
+    at = offsets[handover]["binlog"]
+    snapshot_rows = read_output(spark, run.out)
+    first = offsets[min(offsets)]["binlog"]
+
+    def where(binlog: dict) -> tuple[int, int]:
+        return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
+
+    assert where(at) > where(first)  # the writer committed while the snapshot was read
+
+    after = server.source_options(
+        database,
+        rf"{database}\.t",
+        **{
+            "scan.startup.mode": "specific-offset",
+            "scan.startup.specific-offset.file": at["file"],
+            "scan.startup.specific-offset.pos": str(at["pos"]),
+        },
+    )
+    rest = StreamRun(spark, after, tmp_path / "ck2", tmp_path / "out2")
+    rest.run_to_end()
+    assert source_offsets(rest.checkpoint)[0]["binlog"]["gtids"] == at["gtids"]
+    changes = read_output(spark, rest.out)
+    assert changes and {r["_op"] for r in changes} <= {"c", "u", "d"}
+    state = _rebuild(snapshot_rows)
+    for row in sorted(changes, key=lambda r: r["_seq"]):
+        if row["_op"] == "d":
+            assert state.pop(row["id"], None) is not None, f"delete of a row not there: {row}"
+        else:
+            state[row["id"]] = tuple(row[c] for c in COLUMNS)
+    table = {
+        row[0]: tuple(row) for row in server.query("SELECT id, v, n FROM t", database=database)
+    }
+    assert state == table
+    print(
+        f"snapshot under writes: {len(snapshot_rows)} rows (ops "
+        f"{sorted({r['_op'] for r in snapshot_rows})}) in {handover + 1} batches, "
+        f"{len(changes)} changes after the hand-over, {writer.count} writes"
+    )
 
 
 # -- errors -------------------------------------------------------------------------------
