@@ -209,8 +209,11 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._driver
 
     def initialOffset(self) -> dict:
+        # Deterministic (DESIGN section 6): a snapshot starts before the first table; every
+        # other mode starts from the sentinel with no position, which the first batch
+        # resolves to the head (latest-offset) or the configured start (QueryDriver.latest).
         fingerprint = table_fingerprint([t.name for t in self.tables])
-        if self.options.startup_mode == "initial":
+        if self.options.startup_mode in ("initial", "snapshot"):
             cursor = SnapshotCursor(self.tables[0].name, None)
             return SourceOffset(None, cursor, fingerprint).to_json_obj()
         return SourceOffset(None, None, fingerprint).to_json_obj()
@@ -228,6 +231,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset.to_json_obj()
 
     def reportLatestOffset(self) -> dict | None:
+        if self.driver.finished is not None:  # snapshot mode: nothing after the hand-over
+            return self.driver.finished.to_json_obj()
         head = self.driver.head()
         return SourceOffset(head, None).to_json_obj()
 

@@ -21,6 +21,14 @@ position (:mod:`coordinator.gtid_tracker`), in the compact form of :mod:`cdc_sou
 now matches another set of tables stops with a clear error instead of silently
 streaming a table whose earlier rows were never snapshotted.
 
+The initial offset of every mode but ``initial`` and ``snapshot`` is the *sentinel*
+``{"v": 1, "tables": ..., "binlog": null, "snapshot": null}``: no position, nothing
+owned, so a batch starting there reads nothing. The first batch resolves it to its end:
+the head (latest-offset) or the configured start found in the binlog (earliest-offset,
+specific-offset, timestamp: :mod:`coordinator.startup`), which Spark logs in
+``offsets/0``. It is the same version-1 format as before (latest-offset always wrote
+it), so older readers still read every offset.
+
 Spark compares offsets as JSON strings, so the JSON is built with a fixed key order
 and no whitespace; its size does not depend on the size of any table.
 """

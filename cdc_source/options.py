@@ -18,11 +18,28 @@ from cdc_source.tls import SSL_MODES, VERIFYING
 
 log = logging.getLogger("cdc_mysql")
 
-STARTUP_MODES = ("initial", "latest-offset")
-# Modes whose query reads a snapshot of the tables (Flink CDC's names). The others
-# ('latest-offset', and 'earliest-offset', 'specific-offset', 'timestamp' where accepted)
-# only read the binlog, so one binlog task and one server id can be enough.
+# Modes whose query reads a snapshot of the tables (Flink CDC's names). The others only
+# read the binlog, so one binlog task and one server id can be enough.
 SNAPSHOTTING_MODES = ("initial", "snapshot")
+STARTUP_MODES = (
+    "initial",
+    "latest-offset",
+    "earliest-offset",
+    "specific-offset",
+    "timestamp",
+    "snapshot",
+)
+# The options each mode needs (one of the tuples, whole) and the only ones it accepts.
+STARTUP_OFFSET_FILE = "scan.startup.specific-offset.file"
+STARTUP_OFFSET_POS = "scan.startup.specific-offset.pos"
+STARTUP_GTID_SET = "scan.startup.specific-offset.gtid-set"
+STARTUP_TIMESTAMP = "scan.startup.timestamp-millis"
+STARTUP_MODE_OPTIONS = {
+    "specific-offset": ((STARTUP_OFFSET_FILE, STARTUP_OFFSET_POS), (STARTUP_GTID_SET,)),
+    "timestamp": ((STARTUP_TIMESTAMP,),),
+}
+# Modes that read no snapshot: the stream starts at a binlog position (coordinator.startup).
+BINLOG_ONLY_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
 SNAPSHOT_VISIBILITY = ("auto", "snapshot-status", "gtid-wait", "head-unsafe")
@@ -80,7 +97,28 @@ OPTION_DOCS: dict[str, str] = {
         "whatever the server's zone, so there is nothing for another zone to change; "
         "spark.sql.session.timeZone sets the zone they are shown in"
     ),
-    "scan.startup.mode": "initial (snapshot, then binlog) or latest-offset (binlog only)",
+    "scan.startup.mode": (
+        "initial (default: snapshot, then binlog), snapshot (snapshot only: no batch after "
+        "the hand-over), latest-offset (binlog from the head), earliest-offset (binlog from "
+        "the oldest file the server keeps), specific-offset (binlog from the position below) "
+        "or timestamp (binlog from the first transaction at or after the time below); the "
+        "last four read no snapshot"
+    ),
+    STARTUP_OFFSET_FILE: (
+        "specific-offset: binlog file to start in, with scan.startup.specific-offset.pos"
+    ),
+    STARTUP_OFFSET_POS: (
+        "specific-offset: position in that file where an event ends between two "
+        "transactions (e.g. SHOW BINARY LOG STATUS's Position); 4 is the file's start"
+    ),
+    STARTUP_GTID_SET: (
+        "specific-offset instead of file and pos: start after exactly these transactions, "
+        "MySQL 'uuid:1-5,...' or MariaDB 'domain-server-seq,...' (gtid_binlog_pos)"
+    ),
+    STARTUP_TIMESTAMP: (
+        "timestamp: milliseconds since the epoch; the stream starts at the first transaction "
+        "whose binlog event time (whole seconds, as Flink CDC compares them) is at or after it"
+    ),
     "scan.incremental.snapshot.chunk.size": (
         "rows per snapshot chunk; default: about 16 MiB of the table's rows (by its average "
         "row length), between 1,024 and 65,536"
@@ -171,6 +209,26 @@ class ServerIdRange:
 
 
 @dataclass(frozen=True)
+class StartupPoint:
+    """Where ``specific-offset`` or ``timestamp`` mode starts, as the options give it:
+    one of ``file`` + ``pos``, ``gtid_set`` (the text the user gave; its syntax picks the
+    flavor), or ``timestamp_ms``. Resolved to a binlog position by
+    :mod:`coordinator.startup` when the first batch is planned."""
+
+    file: str | None = None
+    pos: int | None = None
+    gtid_set: str | None = None
+    timestamp_ms: int | None = None
+
+    def describe(self) -> str:
+        if self.gtid_set is not None:
+            return f"{STARTUP_GTID_SET}={self.gtid_set}"
+        if self.timestamp_ms is not None:
+            return f"{STARTUP_TIMESTAMP}={self.timestamp_ms}"
+        return f"{STARTUP_OFFSET_FILE}={self.file}, {STARTUP_OFFSET_POS}={self.pos}"
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     """Validated options. The password is kept out of ``repr`` so it never reaches a log."""
 
@@ -189,6 +247,7 @@ class SourceOptions:
     ssl_cert: str | None = None
     ssl_key: str | None = None
     startup_mode: str = "initial"
+    startup: StartupPoint | None = None  # specific-offset and timestamp: where to start
     chunk_size: int | None = None  # None: by the table's row length (coordinator.planner)
     chunks_per_batch: int | None = None  # None: sized by rows_per_batch and bytes_per_batch
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
@@ -412,6 +471,86 @@ def _check_single_server_id(ids: ServerIdRange, mode: str, binlog_parallelism: i
         )
 
 
+def _parse_startup_point(mode: str, options: dict[str, str]) -> StartupPoint | None:
+    """The start position options of ``mode``: exactly one of the sets the mode takes
+    (:data:`STARTUP_MODE_OPTIONS`), none of the others' (a forgotten option of another
+    mode would otherwise be silently ignored)."""
+    every = {name for sets in STARTUP_MODE_OPTIONS.values() for group in sets for name in group}
+    given = {name for name in every if options.get(name) not in (None, "")}
+    sets = STARTUP_MODE_OPTIONS.get(mode, ())
+    allowed = {name for group in sets for name in group}
+    stray = sorted(given - allowed)
+    if stray:
+        raise OptionError(
+            f"option(s) {', '.join(repr(s) for s in stray)} are set, but "
+            f"scan.startup.mode={mode} does not use them: "
+            + (
+                f"{mode} takes {' or '.join(' + '.join(g) for g in sets)}"
+                if sets
+                else "remove them, or set the mode that takes them (specific-offset, timestamp)"
+            )
+        )
+    if not sets:
+        return None
+    complete = [group for group in sets if all(name in given for name in group)]
+    if len(complete) != 1 or given - set(complete[0]):
+        needs = " or ".join("'" + "' + '".join(group) + "'" for group in sets)
+        got = ", ".join(sorted(given)) or "none of them"
+        raise OptionError(
+            f"scan.startup.mode={mode} needs {needs}"
+            + (", not more than one of these" if len(sets) > 1 and complete else "")
+            + f" (got {got})"
+        )
+    if STARTUP_TIMESTAMP in given:
+        raw = options[STARTUP_TIMESTAMP].strip()
+        if not raw.isdigit():
+            raise OptionError(
+                f"option '{STARTUP_TIMESTAMP}' must be milliseconds since the epoch "
+                f"(an integer >= 0), got '{options[STARTUP_TIMESTAMP]}'"
+            )
+        return StartupPoint(timestamp_ms=int(raw))
+    if STARTUP_GTID_SET in given:
+        raw = options[STARTUP_GTID_SET]
+        gtid_flavor(raw)  # the syntax is checked now, the server's flavor at the start
+        return StartupPoint(gtid_set="".join(raw.split()))
+    pos = options[STARTUP_OFFSET_POS].strip()
+    if not pos.isdigit() or int(pos) < 4:
+        raise OptionError(
+            f"option '{STARTUP_OFFSET_POS}' must be a byte position >= 4 in the binlog file "
+            f"(4 is its start), got '{options[STARTUP_OFFSET_POS]}'"
+        )
+    file = options[STARTUP_OFFSET_FILE].strip()
+    if not re.fullmatch(r"[^/\\]+\.\d+", file):
+        raise OptionError(
+            f"option '{STARTUP_OFFSET_FILE}' must be a binlog file name as SHOW BINARY LOGS "
+            f"lists it (e.g. 'binlog.000042'), got '{options[STARTUP_OFFSET_FILE]}'"
+        )
+    return StartupPoint(file=file, pos=int(pos))
+
+
+def gtid_flavor(text: str) -> str:
+    """'mysql' or 'mariadb': which syntax the GTID set ``text`` is written in (MySQL
+    ``uuid:1-5,uuid2:1-3``; MariaDB ``domain-server-seq,...``). Raises :class:`OptionError`
+    naming both syntaxes when it is neither."""
+    from cdc_source.gtid import GtidError, GtidSet, MariaGtidPos
+
+    compact = "".join(text.split())
+    errors = []
+    for flavor, parse in (("mariadb", MariaGtidPos.parse), ("mysql", GtidSet.parse)):
+        try:
+            state = parse(compact)
+        except GtidError as err:
+            errors.append(str(err))
+            continue
+        if state.text():
+            return flavor
+        errors.append("it names no transaction")
+    raise OptionError(
+        f"option '{STARTUP_GTID_SET}' must be a MySQL GTID set ('uuid:1-5,uuid2:1-3') or a "
+        f"MariaDB GTID position ('0-1-42,1-2-7'), got '{text}' ({'; '.join(errors)})"
+    )
+
+
 def _check_regex(name: str, pattern: str) -> None:
     try:
         re.compile(pattern)
@@ -528,6 +667,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         raise OptionError(
             f"option 'scan.startup.mode' must be one of {', '.join(STARTUP_MODES)}, got '{mode}'"
         )
+    startup = _parse_startup_point(mode, options)
     client = options.get("scan.snapshot.client", "auto")
     if client not in SNAPSHOT_CLIENTS:
         raise OptionError(
@@ -577,6 +717,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         server_ids=server_ids,
         server_time_zone=time_zone,
         startup_mode=mode,
+        startup=startup,
         chunk_size=_positive_int(options, "scan.incremental.snapshot.chunk.size", None),
         chunks_per_batch=_positive_int(options, "scan.snapshot.chunks-per-batch", None),
         rows_per_batch=_positive_int(

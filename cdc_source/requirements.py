@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass
 
 import pymysql
 
-from cdc_source.binlog.transport import BinlogServerError, probe_dump
+from cdc_source.binlog.transport import BinlogServerError, DumpSource, probe_dump
 from cdc_source.catalog import TableSchema, discover_tables
+from cdc_source.gtid import expand
 from cdc_source.mysql_client import (
     HeadPrivilegeError,
     SourceConnectionError,
@@ -346,6 +347,46 @@ def estimate_snapshot(conn, options: SourceOptions, tables: list[TableSchema]) -
     )
 
 
+def check_start(conn, connect: Callable[[], object], options: SourceOptions) -> Finding:
+    """Where a new query of these options would start: for earliest-offset,
+    specific-offset and timestamp the position found in the binlog now, exactly as the
+    query's first batch finds it (:mod:`coordinator.startup`), or the reason it would fail."""
+    from cdc_source.mysql_client import binary_logs, server_flavor
+    from coordinator import startup
+
+    mode = options.startup_mode
+    if mode not in ("earliest-offset", "specific-offset", "timestamp"):
+        what = {
+            "initial": "a snapshot, then the binlog",
+            "snapshot": "a snapshot only; the stream ends at the hand-over",
+            "latest-offset": "the binlog from the head when the query's first batch is planned",
+        }[mode]
+        return Finding("start position", OK, f"scan.startup.mode={mode}: {what}")
+    flavor = server_flavor(conn)
+    gtids = flavor == "mariadb" or (
+        variables(conn, ["gtid_mode"]).get("gtid_mode", "OFF").upper() == "ON"
+    )
+    with conn.cursor() as cur:
+        cur.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
+        (now_ms,) = cur.fetchone()
+    dumps = DumpSource(connect, options.server_ids.last)
+    try:
+        position = startup.resolve(
+            mode, options.startup, dumps.open, binary_logs(conn), flavor, gtids, int(now_ms)
+        )
+    except startup.StartupPositionError as err:
+        return Finding(
+            "start position",
+            FAIL,
+            str(err),
+            "choose a start the server keeps, between two transactions, or another mode",
+        )
+    state = f", GTIDs {expand(position.gtids)}" if position.gtids else ""
+    return Finding(
+        "start position", OK, f"scan.startup.mode={mode}: the binlog from {position}{state}"
+    )
+
+
 def run_checks(conn, connect: Callable[[], object], options: SourceOptions) -> list[Finding]:
     """Every requirement, in the order a reader fixes them."""
     findings = [*check_version(conn), *check_settings(conn)]
@@ -357,6 +398,8 @@ def run_checks(conn, connect: Callable[[], object], options: SourceOptions) -> l
     findings += check_privileges(conn, connect, options, tables)
     findings += table_findings
     findings += check_server_ids(conn, options)
-    if tables and not any(f.status == FAIL for f in table_findings):
+    findings.append(check_start(conn, connect, options))
+    snapshots = options.startup_mode in ("initial", "snapshot")
+    if snapshots and tables and not any(f.status == FAIL for f in table_findings):
         findings.append(estimate_snapshot(conn, options, tables))
     return findings

@@ -13,7 +13,14 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.failover import binlog_files, relocate
 from cdc_source.gtid import expand, parse_state
-from cdc_source.mysql_client import SameServer, ServerChangedError, connect, read_head, variables
+from cdc_source.mysql_client import (
+    SameServer,
+    ServerChangedError,
+    binary_logs,
+    connect,
+    read_head,
+    variables,
+)
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -25,6 +32,7 @@ from cdc_source.options import SourceOptions
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from cdc_source.retry import Reconnecting
 from cdc_source.visibility import ServerTraits, describe, read_traits
+from coordinator import startup
 from coordinator.batch_end import BatchEnds, StreamLimit
 from coordinator.gtid_tracker import GtidTracker
 from coordinator.planner import BatchBudget, Planner
@@ -75,6 +83,8 @@ class QueryDriver:
         self.batch_ends = BatchEnds(
             open_session, options.server_ids.last, {t.name for t in tables}, policy
         )
+        self._start: BinlogPosition | None = None  # the resolved start of this run's mode
+        self.finished: SourceOffset | None = None  # snapshot mode, once past the hand-over
 
     def traits(self) -> ServerTraits:
         """What the server is and offers, read once per query run: its flavor, whether it
@@ -235,7 +245,14 @@ class QueryDriver:
         """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
         ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
         self._check_tables(start)
+        if self.options.startup_mode == "snapshot" and start.handed_over and start.binlog:
+            # Snapshot only: the stream ends at the hand-over. No batch is planned after it,
+            # so availableNow finishes and other triggers idle without reading on.
+            self.finished = start
+            return start
         start = self._on_this_server(start)
+        if start.binlog is None and start.snapshot is None and self._resolves_start():
+            return self._startup_offset()
         self._ensure_available(start.binlog)
         if self._refreeze:
             self.target, self._refreeze = self.head(), False
@@ -259,6 +276,37 @@ class QueryDriver:
         end = SourceOffset(head, None, self.fingerprint, server)
         self._log_plan(start, end, 0, head)
         return end
+
+    def _resolves_start(self) -> bool:
+        return self.options.startup_mode in ("earliest-offset", "specific-offset", "timestamp")
+
+    def _startup_offset(self) -> SourceOffset:
+        """The first batch of earliest-offset, specific-offset and timestamp mode: from the
+        sentinel offset (no position) to the configured start, found in the binlog
+        (:mod:`coordinator.startup`). The batch emits nothing; Spark logs its end, so later
+        batches and restarts start there."""
+        if self._start is None:
+            traits = self.traits()
+            files, now_ms = self.session.run(_files_and_clock)
+            position = startup.resolve(
+                self.options.startup_mode,
+                self.options.startup,
+                self._dump.open,
+                files,
+                traits.flavor,
+                traits.gtids,
+                now_ms,
+            )
+            position = self._with_xa(None, position)
+            log.info(
+                "scan.startup.mode=%s%s: the stream starts at %s (GTIDs %s)",
+                self.options.startup_mode,
+                f" ({self.options.startup.describe()})" if self.options.startup else "",
+                position,
+                expand(position.gtids) or "none",
+            )
+            self._start = position
+        return SourceOffset(self._start, None, self.fingerprint, self.server_identity())
 
     def _with_xa(self, start: BinlogPosition | None, head: BinlogPosition) -> BinlogPosition:
         """``head`` with its XA watermark (coordinator/xa_watermark.py)."""
@@ -393,6 +441,15 @@ class QueryDriver:
     def close(self) -> None:
         self.boundaries.close()
         self.session.close()
+
+
+def _files_and_clock(conn) -> tuple[list[tuple[str, int]], int]:
+    """``SHOW BINARY LOGS`` and the server's clock (ms), for resolving a start position."""
+    files = binary_logs(conn)
+    with conn.cursor() as cur:
+        cur.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)")
+        (now_ms,) = cur.fetchone()
+    return files, int(now_ms)
 
 
 def _ping(conn) -> None:

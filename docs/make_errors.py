@@ -26,6 +26,12 @@ CLASSES: dict[str, tuple[str, str]] = {
         "check hostname, port, username and password, ssl-mode and its files (the message "
         "says which), and that the server runs with log_bin",
     ),
+    "StartupPositionError": (
+        "the start position of scan.startup.mode earliest-offset, specific-offset or "
+        "timestamp is purged, in the future, inside a transaction or not where an event ends",
+        "give a position the server keeps, between two transactions (the message names the "
+        "option, the position and the files the server keeps), or use earliest-offset",
+    ),
     "SnapshotClientError": (
         "a snapshot task's client cannot connect, or the requested client is not installed",
         "as the message says: install mysqlclient on the executors or use "

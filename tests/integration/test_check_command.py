@@ -197,3 +197,24 @@ def test_exit_status_json_properties_file_and_password_from_the_environment(
     assert main(["--properties", str(properties)]) == 1
     assert "FAIL  connection" in capsys.readouterr().out
     assert main(["--properties", str(properties), "--port", "x"]) == 2
+
+
+def test_the_start_position_of_each_mode_is_reported(own_server):
+    """``cdc-mysql check`` says where a new query would start, found as its first batch
+    finds it, and fails a start the server does not keep; binlog-only modes have no
+    snapshot to estimate."""
+    found = _by_requirement(_options(own_server))
+    assert "initial" in found["start position"].detail and "snapshot estimate" in found
+    found = _by_requirement(_options(own_server, **{"scan.startup.mode": "earliest-offset"}))
+    assert found["start position"].status == "OK"
+    assert re.search(r"the binlog from \S+\.\d+:\d+", found["start position"].detail)
+    assert "snapshot estimate" not in found
+    future = {
+        "scan.startup.mode": "specific-offset",
+        "scan.startup.specific-offset.file": "binlog.999999",
+        "scan.startup.specific-offset.pos": "4",
+    }
+    found = _by_requirement(_options(own_server, **future))
+    assert found["start position"].status == "FAIL"
+    assert "scan.startup.specific-offset.file" in found["start position"].detail
+    assert "future" in found["start position"].detail

@@ -118,7 +118,7 @@ def test_unknown_option_lists_the_accepted_ones():
         ("server-id", "1-4294967296"),
         ("server-id", "-5-10"),
         ("scan.startup.mode", "earliest"),
-        ("scan.startup.mode", "snapshot"),
+        ("scan.startup.mode", "snapshot-only"),
         ("scan.startup.mode", ""),
         ("database-name", "shop("),
         ("table-name", "[a-"),
