@@ -40,6 +40,7 @@ STARTUP_MODE_OPTIONS = {
 }
 # Modes that read no snapshot: the stream starts at a binlog position (coordinator.startup).
 BINLOG_ONLY_MODES = ("latest-offset", "earliest-offset", "specific-offset", "timestamp")
+ON_BINLOG_PURGED = ("fail", "resnapshot")
 SNAPSHOT_CLIENTS = ("auto", "mysqlclient", "pymysql")
 BINLOG_DECODERS = ("auto", "native", "python")
 SNAPSHOT_VISIBILITY = ("auto", "snapshot-status", "gtid-wait", "head-unsafe")
@@ -146,6 +147,12 @@ OPTION_DOCS: dict[str, str] = {
         f"binlog tasks per micro-batch, default {DEFAULT_BINLOG_PARALLELISM}: each reads the "
         "batch's binlog range and decodes every n-th row event; more than one speeds up "
         "decoding, but a fail-over during a batch then stops the query (a restart resumes it)"
+    ),
+    "scan.on-binlog-purged": (
+        "what a query does when the binlog it resumes in was purged: fail (default: an error "
+        "saying so) or resnapshot (one 't' row per captured table, which tells a consumer "
+        "to drop the table's earlier rows, then a new snapshot at the current head and the "
+        "stream from there)"
     ),
     "scan.binlog.max-rows-per-batch": (
         f"row changes of the captured tables a stream batch takes at most, default "
@@ -258,6 +265,7 @@ class SourceOptions:
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     binlog_decoder: str = "auto"
     binlog_rows_per_batch: int | None = DEFAULT_BINLOG_ROWS_PER_BATCH
+    on_binlog_purged: str = "fail"  # scan.on-binlog-purged
     connect_timeout: int = 30
     connect_max_retries: int = DEFAULT_MAX_RETRIES
     snapshot_visibility: str = "auto"  # scan.snapshot.visibility
@@ -668,6 +676,12 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             f"option 'scan.startup.mode' must be one of {', '.join(STARTUP_MODES)}, got '{mode}'"
         )
     startup = _parse_startup_point(mode, options)
+    on_purged = options.get("scan.on-binlog-purged", "fail").strip().lower()
+    if on_purged not in ON_BINLOG_PURGED:
+        raise OptionError(
+            f"option 'scan.on-binlog-purged' must be one of {', '.join(ON_BINLOG_PURGED)}, "
+            f"got '{options['scan.on-binlog-purged']}'"
+        )
     client = options.get("scan.snapshot.client", "auto")
     if client not in SNAPSHOT_CLIENTS:
         raise OptionError(
@@ -733,6 +747,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         snapshot_client=client,
         binlog_parallelism=binlog_parallelism,
         binlog_decoder=decoder,
+        on_binlog_purged=on_purged,
         binlog_rows_per_batch=_positive_int(
             options, "scan.binlog.max-rows-per-batch", DEFAULT_BINLOG_ROWS_PER_BATCH
         ),

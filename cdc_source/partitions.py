@@ -51,3 +51,14 @@ class BinlogTask:
     slot: int = 0
     decoder: str = "auto"  # scan.binlog.decoder
     server: str = ""  # the server the positions belong to (mysql_client.server_identity)
+
+
+@dataclass(frozen=True)
+class TableResetTask:
+    """Emit one ``t`` row (table reset) per table: the binlog from the checkpoint's position
+    on was purged, and the tables are snapshotted again as of ``position``; a consumer drops
+    every earlier row of each table (``scan.on-binlog-purged=resnapshot``)."""
+
+    tables: tuple[TableSchema, ...]
+    table_indexes: tuple[int, ...]
+    position: BinlogPosition

@@ -20,6 +20,10 @@ class PreflightError(RuntimeError):
     """The server or the tables are not ready for CDC."""
 
 
+class BinlogPurgedError(PreflightError):
+    """The binlog file a checkpoint resumes in is no longer on the server."""
+
+
 REQUIRED_SETTINGS = (
     ("log_bin", "ON", "the binlog is off: start the server with --log-bin (log_bin=ON)"),
     (
@@ -177,12 +181,13 @@ def check_binlog_available(conn, position: BinlogPosition) -> None:
     other than 1); reading on would mix two histories."""
     sizes = dict(binary_logs(conn))
     if position.file not in sizes:
-        raise PreflightError(
+        raise BinlogPurgedError(
             f"the checkpoint resumes at binlog file {position.file}, which the server no "
             f"longer has (oldest kept: {next(iter(sizes), 'none')}): the changes in between "
             "are lost. Raise binlog_expire_logs_seconds / expire_logs_days so binlogs outlive "
-            "stopped queries, and start a new query with a new checkpoint location to "
-            "snapshot again"
+            "stopped queries; set scan.on-binlog-purged=resnapshot to have the query reset "
+            "its tables ('t' rows) and snapshot them again, or start a new query with a new "
+            "checkpoint location"
         )
     if position.pos > sizes[position.file]:
         raise PreflightError(

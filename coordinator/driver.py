@@ -29,7 +29,8 @@ from cdc_source.offsets import (
     table_fingerprint,
 )
 from cdc_source.options import SourceOptions
-from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
+from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask, TableResetTask
+from cdc_source.preflight import BinlogPurgedError
 from cdc_source.retry import Reconnecting
 from cdc_source.visibility import ServerTraits, describe, read_traits
 from coordinator import startup
@@ -253,6 +254,8 @@ class QueryDriver:
         start = self._on_this_server(start)
         if start.binlog is None and start.snapshot is None and self._resolves_start():
             return self._startup_offset()
+        if start.binlog is not None and self._purged(start.binlog):
+            return self._resnapshot(start, max_rows, max_bytes)
         self._ensure_available(start.binlog)
         if self._refreeze:
             self.target, self._refreeze = self.head(), False
@@ -276,6 +279,49 @@ class QueryDriver:
         end = SourceOffset(head, None, self.fingerprint, server)
         self._log_plan(start, end, 0, head)
         return end
+
+    def _purged(self, position: BinlogPosition) -> bool:
+        """Whether ``position``'s binlog file was purged and the query snapshots again
+        (``scan.on-binlog-purged=resnapshot``); with ``fail`` a purge is the error."""
+        try:
+            self._ensure_available(position)
+        except BinlogPurgedError:
+            if self.options.on_binlog_purged != "resnapshot":
+                raise
+            return True
+        return False
+
+    def _resnapshot(
+        self, start: SourceOffset, max_rows: int | None, max_bytes: int | None
+    ) -> SourceOffset:
+        """The batch after a purge: every table reset (``t``, by :meth:`tasks`) and the
+        first chunks of a new snapshot, as of the head R now. R starts a new epoch, so every
+        ``_seq`` from here on sorts after every earlier one, whatever the file numbers."""
+        head = replace(self.head(), epoch=start.binlog.epoch + 1)
+        if self.target is not None and self.target.coordinates < head.coordinates:
+            self.target = head  # availableNow: the new snapshot ends at R
+        head = self._with_gtids(None, self._with_xa(None, head))
+        fresh = SourceOffset(head, self.planner.initial_cursor(), self.fingerprint)
+        batch = self.planner.plan(fresh, head, self._budget(max_rows, max_bytes))
+        log.warning(
+            "the binlog from %s was purged (scan.on-binlog-purged=resnapshot): every captured "
+            "table is reset ('t') and snapshotted again as of %s, epoch %d",
+            start.binlog,
+            head,
+            head.epoch,
+        )
+        self._write_state()
+        return replace(batch.end, server=self.server_identity())
+
+    def _resets(self, start: SourceOffset, end: SourceOffset) -> bool:
+        """Whether (start, end] is the batch of :meth:`_resnapshot`: it enters a new epoch
+        on the same server (a fail-over's batches are relocated into one epoch first)."""
+        return (
+            self.options.on_binlog_purged == "resnapshot"
+            and start.binlog is not None
+            and end.binlog is not None
+            and end.binlog.epoch > start.binlog.epoch
+        )
 
     def _resolves_start(self) -> bool:
         return self.options.startup_mode in ("earliest-offset", "specific-offset", "timestamp")
@@ -321,11 +367,16 @@ class QueryDriver:
             return []
         self._check_tables(start)
         start, end = self._on_this_server(start), self._on_this_server(end)
-        self._ensure_available(start.binlog)
+        parts: list[BinlogTask | ChunkTask | TableResetTask] = []
+        if self._resets(start, end):
+            tables = tuple(self.planner.tables)
+            parts.append(TableResetTask(tables, tuple(range(len(tables))), end.binlog))
+            start = SourceOffset(end.binlog, self.planner.initial_cursor(), self.fingerprint)
+        else:
+            self._ensure_available(start.binlog)
         ids = self.options.server_ids
         server = self.server_identity()
         traits = self.traits()
-        parts: list[BinlogTask | ChunkTask] = []
         # Server ids: binlog tasks first, then snapshot tasks; never more tasks than ids.
         # One id serves a binlog-only batch (options._check_single_server_id): a batch
         # with no binlog range gives every id to its snapshot tasks.

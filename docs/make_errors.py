@@ -119,6 +119,12 @@ CLASSES: dict[str, tuple[str, str]] = {
         "a column type has no Spark type",
         "exclude the table with table-name, or change the column's type",
     ),
+    "BinlogPurgedError": (
+        "the binlog file the checkpoint resumes in was purged (expire_logs_days / "
+        "binlog_expire_logs_seconds, or PURGE BINARY LOGS)",
+        "keep binlogs longer than queries stay stopped; set scan.on-binlog-purged=resnapshot "
+        "to reset the tables ('t') and snapshot them again, or start a new query",
+    ),
     "SchemaChangedError": (
         "a captured table was altered while the query ran (a column added, dropped, renamed "
         "or retyped; typed output), or its primary key changed (any output)",

@@ -213,7 +213,8 @@ class ArrowWriter:
             before = _canonical(row.table, row.before)
             after = _canonical(row.table, row.after)
             image = after if after is not None else before
-            key = {name: image[name] for name in row.table.primary_key}
+            # A table reset ('t') has no image and no key: it stands for the whole table.
+            key = {} if image is None else {name: image[name] for name in row.table.primary_key}
             values = [
                 row.table.database,
                 row.table.table,
@@ -226,6 +227,7 @@ class ArrowWriter:
             ]
         else:  # typed columns carry one image: the after-image, or a delete's before-image
             image = row.after if row.after is not None else row.before
+            image = image or {}  # a table reset ('t'): every column NULL
             values = [canonical_value(c, image.get(c.name)) for c in row.table.columns]
             values += [row.op, row.seq, row.ts_ms]
         for column, value in zip(columns, values):

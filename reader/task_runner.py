@@ -12,9 +12,10 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.failover import binlog_files, relocate
 from cdc_source.mysql_client import ServerChangedError, connect, server_flavor, server_identity
-from cdc_source.partitions import BinlogTask, ChunkTask
+from cdc_source.partitions import BinlogTask, ChunkTask, TableResetTask
 from cdc_source.retry import RetryPolicy
-from reader.arrow_output import ArrowWriter
+from cdc_source.sequence import snapshot_seq_prefix
+from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_reader import BinlogReader
 from reader.chunk_reader import ChunkReader
 
@@ -36,6 +37,9 @@ def run_task(
     while its batch ran) is relocated there by its positions' GTID states before it
     emits anything (:func:`relocated`); a task that had emitted rows fails, and Spark's
     next attempt relocates it from the start."""
+    if isinstance(task, TableResetTask):  # no server: nothing to relocate
+        yield from _batches(task, connection_kwargs, tables, policy, metadata)
+        return
     emitted = False
     try:
         for batch in _batches(task, connection_kwargs, tables, policy, metadata):
@@ -89,7 +93,29 @@ def _batches(
     metadata: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
     writer = ArrowWriter(tables, metadata=metadata)
+    if isinstance(task, TableResetTask):
+        return table_resets(task, writer)
     if isinstance(task, BinlogTask):
         return BinlogReader(task, connection_kwargs, connect, policy).batches(writer)
     batches = ChunkReader(task, connection_kwargs, connect, policy).record_batches(writer)
     return (batch for batch in batches if batch.num_rows)
+
+
+def table_resets(task: TableResetTask, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
+    """One ``t`` row per table. Its ``_seq`` is the prefix every snapshot row of the table
+    as of ``position`` starts with (:func:`cdc_source.sequence.snapshot_seq_prefix`): it
+    sorts after every earlier row (an earlier epoch) and before the table's new snapshot
+    rows and every later change."""
+    position = task.position
+    rows = [
+        Emitted(
+            table,
+            "t",
+            None,
+            None,
+            snapshot_seq_prefix(position.file_number, position.pos, index, position.epoch),
+            position.ts,
+        )
+        for table, index in zip(task.tables, task.table_indexes)
+    ]
+    return writer.batches(rows, position)
