@@ -1,6 +1,8 @@
-"""Five minutes of steady writes with a fault every 75 seconds (server restart, every
-connection cut, workers killed), the query never restarted: exact at the end, and memory
-and offsets do not grow with the run. ``bench/soak.py`` is the 30-minute version."""
+"""Two and a half minutes of steady writes with a fault every 37.5 seconds (server
+restart, every connection cut, workers killed), the query never restarted: exact at the
+end, and memory and offsets do not grow with the run. ``bench/soak.py`` is the 30-minute
+version (CDC_MYSQL_SOAK_SECONDS lengthens this one); the suite keeps it short to stay
+under its time budget."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ from pathlib import Path
 from tests.integration.soak import FAULTS, run_soak
 
 ONE_DECODER = True
-SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "300"))
+SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "150"))
 
 
-def test_five_minutes_of_faults_under_writes_stay_exact_with_flat_memory(
+def test_minutes_of_faults_under_writes_stay_exact_with_flat_memory(
     killable_server, spark, tmp_path
 ):
     report = run_soak(
