@@ -109,6 +109,11 @@ class TableSchema:
     # are of an earlier shape and are placed by column name.
     read_at: tuple[int, int] | None = None
     read_on: str = ""
+    # The table has no primary key: ``primary_key`` is the NOT NULL, uniquely indexed
+    # column named by scan.incremental.snapshot.chunk.key-column (cdc_source.chunk_key),
+    # which plays the key's role everywhere. The binlog's TABLE_MAP names no key for it,
+    # or the one the server promotes (see reader.schema_drift.primary_key_change).
+    declared_key: bool = False
 
     @property
     def name(self) -> str:
@@ -237,7 +242,17 @@ def current_shape(conn, schema: TableSchema) -> TableSchema:
         cur.execute(_KEYS_SQL.replace("\nORDER BY", one_table, 1), names)
         key = tuple(_as_str(row[2]) for row in cur.fetchall())
     columns = tuple(_column_spec(row, no_pad, ids) for row in rows)
-    return replace(schema, columns=columns, primary_key=key)
+    now = replace(schema, columns=columns, primary_key=key)
+    if schema.declared_key:
+        # The chunk key column keeps its role while it is still NOT NULL and uniquely
+        # indexed (a primary key added since changes nothing: the column still identifies
+        # a row); otherwise the key is gone, which shape_changes reports.
+        from cdc_source.chunk_key import key_column_problem
+
+        keyless = replace(now, primary_key=())
+        holds = key_column_problem(conn, keyless, schema.primary_key[0]) is None
+        now = replace(now, primary_key=schema.primary_key if holds else ())
+    return now
 
 
 def discover_tables(conn, matches) -> list[TableSchema]:

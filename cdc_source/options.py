@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from cdc_source.chunk_key import ChunkKeyColumns, parse_chunk_key_columns
 from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from cdc_source.tls import SSL_MODES, VERIFYING
 
@@ -122,6 +123,14 @@ OPTION_DOCS: dict[str, str] = {
     "scan.incremental.snapshot.chunk.size": (
         "rows per snapshot chunk; default: about 16 MiB of the table's rows (by its average "
         "row length), between 1,024 and 65,536"
+    ),
+    "scan.incremental.snapshot.chunk.key-column": (
+        "for tables without a primary key (Flink CDC's option): a column name, or "
+        "'<db.table regex>:<column>;...' per table; the column must be NOT NULL with a "
+        "UNIQUE index of its own and then keys the table as a primary key would; exactly "
+        "once only while each row keeps its value (an update of it is a delete and an "
+        "insert) and the index stays; for a table with a primary key only its first "
+        "column is accepted"
     ),
     "scan.snapshot.rows-per-batch": (
         f"snapshot rows planned per micro-batch (estimated as chunk.size per chunk), default "
@@ -263,6 +272,7 @@ class SourceOptions:
     snapshot_visibility: str = "auto"  # scan.snapshot.visibility
     gtid_wait_timeout: int = 60
     metadata: tuple[str, ...] = ()  # metadata.list, in the order given
+    chunk_keys: ChunkKeyColumns | None = None  # scan.incremental.snapshot.chunk.key-column
 
     @property
     def flink_table_form(self) -> bool:
@@ -688,6 +698,12 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
+    try:
+        chunk_keys = parse_chunk_key_columns(
+            options.get("scan.incremental.snapshot.chunk.key-column")
+        )
+    except ValueError as err:
+        raise OptionError(f"option {err}") from None
     time_zone = options.get("server-time-zone", "UTC")
     _check_time_zone(time_zone)
     binlog_parallelism = _positive_int(
@@ -739,4 +755,5 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         snapshot_visibility=visibility,
         gtid_wait_timeout=_whole_seconds(options, "scan.snapshot.gtid-wait.timeout", 60),
         metadata=_parse_metadata(options.get("metadata.list")),
+        chunk_keys=chunk_keys,
     )

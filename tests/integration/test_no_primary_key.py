@@ -1,0 +1,200 @@
+"""Tables without a primary key, keyed by ``scan.incremental.snapshot.chunk.key-column``:
+a NOT NULL column with a UNIQUE index of its own plays the primary key's role (chunk
+bounds, ownership at the frontier, ``_seq``, normalization), exactly once under a
+concurrent writer that also updates the key column; and each way the option can be
+wrong is one clear error before any data moves."""
+
+from __future__ import annotations
+
+import pymysql
+import pytest
+
+from cdc_source.chunk_key import OPTION
+from tests.integration.streams import (
+    StreamRun,
+    handover_batch,
+    largest_offset_bytes,
+    read_output,
+    wait_for,
+)
+from tests.integration.workload import TableKind, Writer, check_exactly_once
+
+ROWS = 20_000
+# ``serial`` is unique and NOT NULL too, and declared first: the server reports it as the
+# table's primary key where one is asked for (the binlog's TABLE_MAP), while the query is
+# keyed by ``code``, a case-insensitive string.
+NO_KEY = TableKind(
+    "events",
+    "CREATE TABLE events (serial INT NOT NULL, code VARCHAR(20) NOT NULL, n INT, "
+    "label VARCHAR(30), amount DOUBLE, UNIQUE KEY uk_serial (serial), "
+    "UNIQUE KEY uk_code (code)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
+    "COLLATE=utf8mb4_general_ci",
+    ("code",),
+    ("serial", "code", "n", "label", "amount"),
+)
+STREAM_OPTIONS = {
+    "scan.incremental.snapshot.chunk.size": "1000",
+    "scan.snapshot.chunks-per-batch": "4",
+    "scan.snapshot.fetch.size": "500",
+}
+
+
+def _code(i: int) -> str:
+    return f"k{i:06d}" if i % 3 else f"K{i:06d} "  # mixed case, trailing spaces
+
+
+def _load(server, database: str) -> None:
+    server.execute(NO_KEY.ddl, database=database)
+    with server.admin(database) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO events (serial, code, n, label, amount) VALUES (%s, %s, %s, %s, %s)",
+            [(i, _code(i), i % 97, f"l{i}", i * 0.5) for i in range(ROWS)],
+        )
+
+
+class NoKeyWriter(Writer):
+    """Inserts, updates, deletes, updates of the key column to a new value, and
+    re-spellings of it the collation calls equal, at random rows."""
+
+    def _one(self, cur) -> None:
+        r = self.random.random()
+        code = _code(self.random.randrange(ROWS))
+        try:
+            if r < 0.25:
+                unique = self._unique()
+                cur.execute(
+                    "INSERT INTO events (serial, code, n, label, amount) "
+                    "VALUES (%s, %s, %s, 'ins', %s)",
+                    (unique, f"n{unique}", unique % 7, self.random.random()),
+                )
+            elif r < 0.55:
+                cur.execute(
+                    "UPDATE events SET n = n + 1, label = %s WHERE code = %s",
+                    (f"upd{self.operations}", code),
+                )
+            elif r < 0.7:
+                cur.execute("DELETE FROM events WHERE code = %s", (code,))
+            elif r < 0.9:  # the key column changes: a delete of the old, insert of the new
+                cur.execute(
+                    "UPDATE events SET code = %s WHERE code = %s", (f"m{self._unique()}", code)
+                )
+            else:  # the same key under the collation, spelled anew
+                cur.execute("UPDATE events SET code = UPPER(code) WHERE code = %s", (code,))
+        except pymysql.err.IntegrityError:
+            pass
+
+
+def test_a_table_keyed_by_a_unique_column_is_exactly_once_under_concurrent_writes(
+    server, spark, tmp_path
+):
+    database = "nopk_events"
+    server.fresh_database(database)
+    _load(server, database)
+    options = server.source_options(database, rf"{database}\.events", **STREAM_OPTIONS)
+    options[OPTION] = rf"{database}\.events:code"
+    run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
+    writer = NoKeyWriter(server, database, NO_KEY, ROWS)
+    writer.start()
+    query = run.start()
+    try:
+        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query)
+        snapshot_batches = handover_batch(run.checkpoint)
+        wait_for(
+            lambda: len(run.batches_seen) >= snapshot_batches + 3, 120, "binlog batches", query
+        )
+    finally:
+        writer.stop()
+        query.stop()
+    run.run_to_end()
+
+    assert snapshot_batches >= 4, "the snapshot should span several batches"
+    assert writer.operations > 100
+    output = read_output(spark, run.out)
+    assert {row["_op"] for row in output} >= {"r", "c", "u", "d"}
+    moved = [row for row in output if row["_op"] == "c" and row["code"].startswith("m")]
+    assert moved, "no update of the key column reached the output"
+    check_exactly_once(server, database, NO_KEY, output)
+    largest = largest_offset_bytes(run.checkpoint)
+    assert largest < 1024
+    print(
+        f"\nno primary key: {len(output)} rows, {writer.operations} writes, "
+        f"{snapshot_batches} snapshot batches, largest offset {largest} bytes"
+    )
+
+
+# -- each way the option can be wrong: one error before any data moves -------------------
+
+
+@pytest.fixture(scope="module")
+def shapes(server):
+    database = server.fresh_database("nopk_errors")
+    server.execute(
+        "CREATE TABLE plain (a INT NOT NULL, b INT)",
+        "CREATE TABLE indexed (a INT NOT NULL, b INT, KEY ix_a (a))",
+        "CREATE TABLE nullable (a INT, b INT, UNIQUE KEY uk_a (a))",
+        "CREATE TABLE pair (a INT NOT NULL, b INT NOT NULL, UNIQUE KEY uk_ab (a, b))",
+        "CREATE TABLE keyed (id INT NOT NULL PRIMARY KEY, a INT NOT NULL UNIQUE)",
+        "INSERT INTO plain VALUES (1, 1)",
+        database=database,
+    )
+    return database
+
+
+def _error_of(spark, options: dict[str, str]) -> str:
+    reader = spark.readStream.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    with pytest.raises(Exception) as caught:
+        reader.load()
+    return str(caught.value)
+
+
+def _options(server, database: str, table: str, key: str | None) -> dict[str, str]:
+    options = server.source_options(database, rf"{database}\.{table}")
+    if key is not None:
+        options[OPTION] = key
+    return options
+
+
+@pytest.mark.one_decoder
+def test_without_the_option_a_table_without_primary_key_is_refused(server, spark, shapes):
+    message = _error_of(spark, _options(server, shapes, "plain", None))
+    assert f"{shapes}.plain has no primary key" in message
+    assert OPTION in message
+
+
+@pytest.mark.one_decoder
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ("plain", "no UNIQUE index is made of it alone"),
+        ("indexed", "no UNIQUE index is made of it alone"),  # an index, not a unique one
+        ("pair", "no UNIQUE index is made of it alone"),  # unique only with b
+        ("nullable", "it is nullable"),
+    ],
+)
+def test_a_column_that_cannot_identify_a_row_is_refused(server, spark, shapes, table, says):
+    message = _error_of(spark, _options(server, shapes, table, "a"))
+    assert f"{shapes}.{table} has no primary key and its chunk key column a" in message
+    assert says in message
+    if "UNIQUE" in says:
+        assert f"ALTER TABLE `{shapes}`.`{table}` ADD UNIQUE (`a`)" in message
+
+
+@pytest.mark.one_decoder
+def test_a_missing_column_is_named(server, spark, shapes):
+    message = _error_of(spark, _options(server, shapes, "plain", "nope"))
+    assert f"{shapes}.plain has no column 'nope'" in message
+
+
+@pytest.mark.one_decoder
+def test_a_table_with_a_primary_key_accepts_only_its_first_column(server, spark, shapes):
+    message = _error_of(spark, _options(server, shapes, "keyed", "a"))
+    assert f"{shapes}.keyed has a primary key (id)" in message
+    assert "may name only its first column (id), not a" in message
+    # its first column is accepted: the table is keyed by its primary key as without it
+    options = _options(server, shapes, "keyed", "ID")
+    reader = spark.readStream.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    assert reader.load().columns[:2] == ["id", "a"]
