@@ -109,11 +109,11 @@ class TableSchema:
     # are of an earlier shape and are placed by column name.
     read_at: tuple[int, int] | None = None
     read_on: str = ""
-    # The table has no primary key: ``primary_key`` is the NOT NULL, uniquely indexed
+    # Non-empty when the table has no primary key: ``primary_key`` is then the NOT NULL
     # column named by scan.incremental.snapshot.chunk.key-column (cdc_source.chunk_key),
-    # which plays the key's role everywhere. The binlog's TABLE_MAP names no key for it,
-    # or the one the server promotes (see reader.schema_drift.primary_key_change).
-    declared_key: bool = False
+    # which plays the key's role everywhere, and these are the UNIQUE indexes of that
+    # column alone that keep it a key (a statement dropping one stops the stream).
+    key_indexes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -132,6 +132,11 @@ class TableSchema:
     @property
     def key_columns(self) -> tuple[ColumnSpec, ...]:
         return tuple(self.column(name) for name in self.primary_key)
+
+    @property
+    def declared_key(self) -> bool:
+        """Keyed by a chunk key column standing in for a missing primary key."""
+        return bool(self.key_indexes)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -250,7 +255,7 @@ def current_shape(conn, schema: TableSchema) -> TableSchema:
         from cdc_source.chunk_key import key_column_problem
 
         keyless = replace(now, primary_key=())
-        holds = key_column_problem(conn, keyless, schema.primary_key[0]) is None
+        holds = key_column_problem(conn, keyless, schema.primary_key[0])[0] is None
         now = replace(now, primary_key=schema.primary_key if holds else ())
     return now
 

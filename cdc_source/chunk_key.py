@@ -69,42 +69,6 @@ class ChunkKeyColumns:
         return next(iter(found), None)
 
 
-def parse_chunk_key_columns(raw: str | None) -> ChunkKeyColumns | None:
-    """The option's value; ``ValueError`` naming what is wrong."""
-    if raw is None or not raw.strip():
-        return None
-    raw = raw.strip()
-    if ":" not in raw:
-        if ";" in raw or "," in raw:
-            raise ValueError(
-                f"'{OPTION}' is '{raw}': a single column name, or "
-                "'<db.table regex>:<column>;...' for several tables"
-            )
-        return ChunkKeyColumns((ChunkKeyRule(None, raw),))
-    rules = []
-    for entry in raw.split(";"):
-        entry = entry.strip()
-        if not entry:
-            continue  # Flink's examples end with ';'
-        pattern, sep, column = entry.rpartition(":")
-        pattern, column = pattern.strip(), column.strip()
-        if not sep or not pattern or not column:
-            raise ValueError(
-                f"'{OPTION}' entry '{entry}' is not '<db.table regex>:<column>' (entries are "
-                "separated by ';')"
-            )
-        try:
-            re.compile(pattern)
-        except re.error as err:
-            raise ValueError(
-                f"'{OPTION}' entry '{entry}': '{pattern}' is not a valid regular expression: {err}"
-            ) from None
-        rules.append(ChunkKeyRule(pattern, column))
-    if not rules:
-        raise ValueError(f"'{OPTION}' is '{raw}': it names no column")
-    return ChunkKeyColumns(tuple(rules))
-
-
 # The unique indexes of one table, a row per index part. NON_UNIQUE is 0 for UNIQUE and
 # PRIMARY indexes; SUB_PART is the prefix length of a part indexed by prefix, else NULL;
 # COLUMN_NAME is NULL for a MySQL 8 functional key part (refman 8.0,
@@ -116,19 +80,20 @@ ORDER BY INDEX_NAME, SEQ_IN_INDEX
 """
 
 
-def unique_alone(parts, column: str) -> bool:
-    """Whether one of the unique indexes in ``parts`` (rows of ``_UNIQUE_PARTS_SQL``:
-    index name, column name, prefix length) is made of ``column`` alone, whole (a prefix
-    index would do too, but is refused to keep the rule simple to state)."""
+def unique_indexes_of(parts, column: str) -> tuple[str, ...]:
+    """The unique indexes in ``parts`` (rows of ``_UNIQUE_PARTS_SQL``: index name, column
+    name, prefix length) made of ``column`` alone, whole (a prefix index would do too,
+    but is refused to keep the rule simple to state)."""
     indexes: dict[str, list[tuple]] = {}
     for index, name, sub_part in parts:
         indexes.setdefault(_text(index), []).append((_text(name), sub_part))
-    return any(
-        len(columns) == 1
+    return tuple(
+        index
+        for index, columns in indexes.items()
+        if len(columns) == 1
         and columns[0][0] is not None
         and columns[0][0].lower() == column.lower()
         and columns[0][1] is None
-        for columns in indexes.values()
     )
 
 
@@ -138,18 +103,20 @@ def _text(value) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def key_column_problem(conn, table: TableSchema, column: str) -> str | None:
+def key_column_problem(conn, table: TableSchema, column: str) -> tuple[str | None, tuple[str, ...]]:
     """Why ``column`` cannot stand in for the primary key of ``table`` (which has none),
-    or None: it must exist, be NOT NULL and have a unique index of its own."""
+    or None; and the unique indexes of the column alone. It must exist, be NOT NULL and
+    have a unique index of its own."""
     spec = next((c for c in table.columns if c.name.lower() == column.lower()), None)
     if spec is None:
         return (
             f"{table.name} has no column '{column}' (named by '{OPTION}'); its columns: "
             f"{', '.join(table.column_names)}"
-        )
+        ), ()
     with conn.cursor() as cur:
         cur.execute(_UNIQUE_PARTS_SQL, (table.database, table.table))
-        unique = unique_alone(cur.fetchall(), spec.name)
+        indexes = unique_indexes_of(cur.fetchall(), spec.name)
+    unique = bool(indexes)
     wrong, fixes = [], []
     if spec.nullable:
         wrong.append("it is nullable (NULL is no key, and a unique index allows many NULLs)")
@@ -161,24 +128,26 @@ def key_column_problem(conn, table: TableSchema, column: str) -> str | None:
         )
         fixes.append(f"ALTER TABLE {table.quoted} ADD UNIQUE ({quote_ident(spec.name)})")
     if not wrong:
-        return None
+        return None, indexes
     return (
         f"{table.name} has no primary key and its chunk key column {spec.name} (named by "
         f"'{OPTION}') cannot stand in for one: {'; and '.join(wrong)}. The column must be "
         f"NOT NULL with a UNIQUE index of its own: {'; '.join(fixes)}; or add a primary key"
-    )
+    ), indexes
 
 
 def with_chunk_keys(
     conn, tables: list[TableSchema], chunk_keys: ChunkKeyColumns | None
 ) -> tuple[list[TableSchema], dict[str, str]]:
-    """``tables`` with the option applied, and what is wrong with it, by table name. A
-    table without a primary key whose named column qualifies gets ``primary_key=(column,)`` and
-    ``declared_key=True``; one without a column stays keyless (preflight's error names
-    the option). A table with a primary key is keyed by it: the option may name its
-    first column (Flink CDC's default chunk key, so nothing changes), not another one,
-    since chunking by a non-key column would need the key for ownership anyway and a
-    second ordering of the table would buy nothing but risk."""
+    """``tables`` with the option applied, and what is wrong with it, by table name.
+
+    A table without a primary key whose named column qualifies gets
+    ``primary_key=(column,)`` and ``key_indexes`` (the column's unique indexes); one
+    without a column stays keyless (preflight's error names the option). A table with a
+    primary key is keyed by it: the option may name its first column (Flink CDC's
+    default chunk key, so nothing changes), not another one: the key must identify rows
+    for ownership and normalization anyway, and a second order of the table would buy
+    nothing but a way to get it wrong."""
     from dataclasses import replace
 
     result, problems = [], {}
@@ -203,16 +172,87 @@ def with_chunk_keys(
                 )
             result.append(table)
         else:
-            problem = key_column_problem(conn, table, column)
+            problem, indexes = key_column_problem(conn, table, column)
             if problem:
                 problems[table.name] = problem
                 result.append(table)
             else:
                 key = (column_name(table, column),)
-                result.append(replace(table, primary_key=key, declared_key=True))
+                result.append(replace(table, primary_key=key, key_indexes=indexes))
     return result, problems
 
 
 def column_name(table: TableSchema, column: str) -> str:
     """``column`` as the table spells it (MySQL column names are case-insensitive)."""
     return next((c.name for c in table.columns if c.name.lower() == column.lower()), column)
+
+
+# Statements that may take a chunk key column's uniqueness or NOT NULL away while the
+# stream runs (refman 8.0 alter-table.html, drop-index.html; the same syntax on MariaDB):
+# DROP INDEX of one of its unique indexes (also ALTER TABLE ... DROP INDEX/KEY/CONSTRAINT,
+# or RENAME INDEX/KEY, after which the index goes by a name the query does not know), and
+# an ALTER TABLE that modifies, changes, renames or drops the column.
+_NAME = r"(`(?:[^`]|``)+`|[\w$]+)"
+_QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
+_ALTER = re.compile(
+    r"^ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?" + _QUALIFIED + r"\s+(.*)$",
+    re.I | re.S,
+)
+_DROP_INDEX = re.compile(
+    r"^DROP\s+(?:ONLINE\s+)?INDEX\s+(?:IF\s+EXISTS\s+)?" + _NAME + r"\s+ON\s+" + _QUALIFIED,
+    re.I | re.S,
+)
+_INDEX_CLAUSE = re.compile(
+    r"\b(?:DROP\s+(?:INDEX|KEY|CONSTRAINT)|RENAME\s+(?:INDEX|KEY))\s+(?:IF\s+EXISTS\s+)?" + _NAME,
+    re.I,
+)
+_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def _qualified(first: str, second: str | None, default_schema: str) -> str:
+    if second:
+        return f"{_unquote(first)}.{_unquote(second)}"
+    return f"{default_schema}.{_unquote(first)}"
+
+
+def _column_clause(column: str) -> re.Pattern:
+    quoted = "`" + re.escape(column.replace("`", "``")) + "`"
+    name = f"(?:{quoted}|{re.escape(column)}(?![\\w$]))"
+    return re.compile(
+        r"\b(?:(?:MODIFY|CHANGE)(?:\s+COLUMN)?(?:\s+IF\s+EXISTS)?|RENAME\s+COLUMN|"
+        r"DROP(?:\s+COLUMN)?(?:\s+IF\s+EXISTS)?)\s+" + name,
+        re.I,
+    )
+
+
+def key_breaking_target(
+    query: str, default_schema: str, keyed: dict[str, tuple[str, tuple[str, ...]]]
+) -> str | None:
+    """The table of ``keyed`` (``{db.table: (key column, its unique indexes)}``) whose key
+    column, or one of whose unique indexes, ``query`` drops or changes; or None."""
+    query = query[_COMMENTS.match(query).end() :]
+    match = _DROP_INDEX.match(query)
+    if match:
+        table = _qualified(match.group(2), match.group(3), default_schema)
+        if table in keyed and _unquote(match.group(1)).lower() in _lower(keyed[table][1]):
+            return table
+        return None
+    match = _ALTER.match(query)
+    if not match:
+        return None
+    table = _qualified(match.group(1), match.group(2), default_schema)
+    if table not in keyed:
+        return None
+    column, indexes = keyed[table]
+    body = match.group(3)
+    if any(_unquote(m.group(1)).lower() in _lower(indexes) for m in _INDEX_CLAUSE.finditer(body)):
+        return table
+    return table if _column_clause(column).search(body) else None
+
+
+def _lower(names: tuple[str, ...]) -> set[str]:
+    return {name.lower() for name in names}

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cdc_source.chunk_key import ChunkKeyColumns, parse_chunk_key_columns
+from cdc_source.chunk_key import OPTION as CHUNK_KEY_OPTION
+from cdc_source.chunk_key import ChunkKeyColumns, ChunkKeyRule
 from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from cdc_source.tls import SSL_MODES, VERIFYING
 
@@ -561,6 +562,44 @@ def gtid_flavor(text: str) -> str:
     )
 
 
+def parse_chunk_key_columns(raw: str | None) -> ChunkKeyColumns | None:
+    """``scan.incremental.snapshot.chunk.key-column`` (cdc_source.chunk_key: both of
+    Flink CDC's spellings)."""
+    if raw is None or not raw.strip():
+        return None
+    raw = raw.strip()
+    if ":" not in raw:
+        if ";" in raw or "," in raw:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' is '{raw}': a single column name, or "
+                "'<db.table regex>:<column>;...' for several tables"
+            )
+        return ChunkKeyColumns((ChunkKeyRule(None, raw),))
+    rules = []
+    for entry in raw.split(";"):
+        entry = entry.strip()
+        if not entry:
+            continue  # Flink's examples end with ';'
+        pattern, sep, column = entry.rpartition(":")
+        pattern, column = pattern.strip(), column.strip()
+        if not sep or not pattern or not column:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' entry '{entry}' is not "
+                "'<db.table regex>:<column>' (entries are separated by ';')"
+            )
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' entry '{entry}': '{pattern}' is not a valid "
+                f"regular expression: {err}"
+            ) from None
+        rules.append(ChunkKeyRule(pattern, column))
+    if not rules:
+        raise OptionError(f"option '{CHUNK_KEY_OPTION}' is '{raw}': it names no column")
+    return ChunkKeyColumns(tuple(rules))
+
+
 def _check_regex(name: str, pattern: str) -> None:
     try:
         re.compile(pattern)
@@ -698,12 +737,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
-    try:
-        chunk_keys = parse_chunk_key_columns(
-            options.get("scan.incremental.snapshot.chunk.key-column")
-        )
-    except ValueError as err:
-        raise OptionError(f"option {err}") from None
+    chunk_keys = parse_chunk_key_columns(options.get(CHUNK_KEY_OPTION))
     time_zone = options.get("server-time-zone", "UTC")
     _check_time_zone(time_zone)
     binlog_parallelism = _positive_int(

@@ -9,9 +9,16 @@ from __future__ import annotations
 import pymysql
 import pytest
 
+from cdc_source.binlog import constants
+from cdc_source.binlog.table_map import parse_table_map
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.chunk_key import OPTION
+from cdc_source.mysql_client import connect, read_head
+from cdc_source.offsets import file_number
+from cdc_source.options import parse_options
 from tests.integration.streams import (
     StreamRun,
+    committed_batches,
     handover_batch,
     largest_offset_bytes,
     read_output,
@@ -50,6 +57,27 @@ def _load(server, database: str) -> None:
             "INSERT INTO events (serial, code, n, label, amount) VALUES (%s, %s, %s, %s, %s)",
             [(i, _code(i), i % 97, f"l{i}", i * 0.5) for i in range(ROWS)],
         )
+
+
+def _event_key(server, database: str, file: str, pos: int) -> tuple[str, ...] | None:
+    """The primary key the first TABLE_MAP of ``database.events`` after ``file:pos``
+    names (its optional metadata, binlog_row_metadata=FULL)."""
+    kwargs = parse_options(server.source_options(database, "events")).connection_kwargs()
+    with server.admin() as conn:
+        head_file, head_pos, _, _ = read_head(conn)
+    until = (file_number(head_file), head_pos)
+    _, events, close = DumpSource(lambda: connect(kwargs), 7777).open(file, pos, until)
+    try:
+        for event in events:
+            if event.type == constants.TABLE_MAP:
+                table_map = parse_table_map(event.body, 8)
+                if (table_map.database, table_map.table) == (database, "events"):
+                    return table_map.primary_key
+            if (file_number(event.file), event.end_pos) >= until:
+                return None
+    finally:
+        close()
+    return None
 
 
 class NoKeyWriter(Writer):
@@ -93,6 +121,8 @@ def test_a_table_keyed_by_a_unique_column_is_exactly_once_under_concurrent_write
     options = server.source_options(database, rf"{database}\.events", **STREAM_OPTIONS)
     options[OPTION] = rf"{database}\.events:code"
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
+    with server.admin() as conn:
+        start_file, start_pos, _, _ = read_head(conn)
     writer = NoKeyWriter(server, database, NO_KEY, ROWS)
     writer.start()
     query = run.start()
@@ -114,6 +144,9 @@ def test_a_table_keyed_by_a_unique_column_is_exactly_once_under_concurrent_write
     moved = [row for row in output if row["_op"] == "c" and row["code"].startswith("m")]
     assert moved, "no update of the key column reached the output"
     check_exactly_once(server, database, NO_KEY, output)
+    # The binlog names the first unique NOT NULL index (serial) as the table's primary key
+    # while the query is keyed by code: no schema change (reader.schema_drift).
+    assert _event_key(server, database, start_file, start_pos) == ("serial",)
     largest = largest_offset_bytes(run.checkpoint)
     assert largest < 1024
     print(
@@ -198,3 +231,83 @@ def test_a_table_with_a_primary_key_accepts_only_its_first_column(server, spark,
     for key, value in options.items():
         reader = reader.option(key, value)
     assert reader.load().columns[:2] == ["id", "a"]
+
+
+# -- the unique index dropped while the query runs -----------------------------------------
+
+
+def _stopped_with(query) -> str:
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - Spark wraps the source's error
+        query.awaitTermination(300)
+    return str(caught.value)
+
+
+@pytest.mark.one_decoder
+@pytest.mark.parametrize("phase", ["snapshot", "stream"])
+def test_dropping_the_unique_index_stops_the_query_for_good(server, spark, tmp_path, phase):
+    """Dropped during the snapshot (seen by a snapshot task's catalog check or by the
+    binlog task reading the ALTER) or during the stream (the ALTER in the binlog): the
+    query stops. A restart is refused while the index is missing, and stops again once
+    it is back: a duplicate written and deleted meanwhile would take the original row's
+    key in the output (without the stop, 'k1' below would be lost). A new query is exact."""
+    database = f"nopk_drop_{phase}"
+    server.fresh_database(database)
+    server.execute(NO_KEY.ddl, database=database)
+    server.execute(
+        "INSERT INTO events (serial, code, n) SELECT seq, CONCAT('k', seq), seq % 7 "
+        "FROM seq_1_to_3000",
+        database=database,
+    )
+    options = server.source_options(
+        database,
+        rf"{database}\.events",
+        **{"scan.incremental.snapshot.chunk.size": "500", "scan.snapshot.chunks-per-batch": "1"},
+    )
+    options[OPTION] = "code"
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    drop = (
+        "ALTER TABLE events DROP INDEX uk_code",
+        "INSERT INTO events (serial, code, n) VALUES (90001, 'k1', 1)",  # a second 'k1'
+    )
+
+    def drop_during_snapshot(batch_id: int) -> bool:
+        if batch_id == 1:
+            server.execute(*drop, database=database)
+        return False
+
+    if phase == "snapshot":
+        query = StreamRun(spark, options, checkpoint, out, drop_during_snapshot).start()
+    else:
+        run = StreamRun(spark, options, checkpoint, out)
+        query = run.start()
+        wait_for(
+            lambda: (
+                (h := handover_batch(checkpoint)) is not None and h in committed_batches(checkpoint)
+            ),
+            300,
+            "the hand-over commit",
+            query,
+        )
+        server.execute(*drop, database=database)
+    message = _stopped_with(query)
+    assert "SchemaChangedError" in message and f"{database}.events" in message
+    assert "chunk key column" in message and "start a new query" in message
+    if phase == "stream":  # read in the binlog, before the duplicate's row
+        assert "DROP INDEX uk_code" in message
+
+    refused = _error_of(spark, options)
+    assert "no UNIQUE index is made of it alone" in refused
+
+    server.execute(
+        "DELETE FROM events WHERE serial = 90001",
+        "ALTER TABLE events ADD UNIQUE KEY uk_code (code)",
+        "UPDATE events SET n = -1 WHERE code = 'k2'",
+        database=database,
+    )
+    query = StreamRun(spark, options, checkpoint, out).start(available_now=True)
+    message = _stopped_with(query)
+    assert "DROP INDEX uk_code" in message and "start a new query" in message
+
+    fresh = tmp_path / "fresh"
+    StreamRun(spark, options, fresh / "checkpoint", fresh / "out").run_to_end()
+    check_exactly_once(server, database, NO_KEY, read_output(spark, fresh / "out"))

@@ -11,10 +11,9 @@ from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.chunk_key import (
     ChunkKeyColumns,
     ChunkKeyRule,
-    parse_chunk_key_columns,
-    unique_alone,
+    unique_indexes_of,
 )
-from cdc_source.options import OptionError, parse_options
+from cdc_source.options import OptionError, parse_chunk_key_columns, parse_options
 from reader.schema_drift import changes, shape_changes
 from tests.unit.test_schema_drift import ENC_ID, ENC_NAME, _table_map
 
@@ -93,8 +92,8 @@ def test_the_option_is_picklable_inside_the_options():
 
 
 def test_a_unique_index_of_the_column_alone_qualifies():
-    assert unique_alone([("uk", "code", None)], "code")
-    assert unique_alone([(b"uk", b"CODE", None)], "code")  # names are case-insensitive
+    assert unique_indexes_of([("uk", "code", None)], "code") == ("uk",)
+    assert unique_indexes_of([(b"uk", b"CODE", None)], "code") == ("uk",)  # any case
 
 
 @pytest.mark.parametrize(
@@ -108,12 +107,12 @@ def test_a_unique_index_of_the_column_alone_qualifies():
     ],
 )
 def test_other_indexes_do_not(parts):
-    assert not unique_alone(parts, "code")
+    assert unique_indexes_of(parts, "code") == ()
 
 
 def test_one_good_index_among_others_is_enough():
-    parts = [("a", "code", None), ("a", "x", None), ("b", "code", None)]
-    assert unique_alone(parts, "code")
+    parts = [("a", "code", None), ("a", "x", None), ("b", "code", None), ("c", "code", None)]
+    assert unique_indexes_of(parts, "code") == ("b", "c")
 
 
 # -- a table keyed by its chunk key column is no schema change ---------------------------
@@ -124,7 +123,8 @@ def _keyed(declared: bool) -> TableSchema:
         ColumnSpec("id", "int", "int(11)", False),
         ColumnSpec("name", "varchar", "varchar(10)", True, collation="utf8mb4_general_ci"),
     )
-    return TableSchema("shop", "orders", columns, ("id",), declared_key=declared)
+    indexes = ("uk_id",) if declared else ()
+    return TableSchema("shop", "orders", columns, ("id",), key_indexes=indexes)
 
 
 def test_the_event_key_of_a_table_without_primary_key_is_no_change():
@@ -148,3 +148,51 @@ def test_a_lost_unique_index_is_a_shape_change_that_says_so():
         "the chunk key column id that stands in for the missing primary key is no longer "
         "NOT NULL with a UNIQUE index of its own"
     ]
+
+
+# -- statements in the binlog that may break the key ---------------------------------------
+
+KEYED = {"shop.events": ("code", ("uk_code",)), "other.t": ("c", ("u",))}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ALTER TABLE events DROP INDEX uk_code",
+        "/* gh */ alter table `shop`.`events` drop key `UK_CODE`",
+        "ALTER TABLE events ADD COLUMN x INT, DROP CONSTRAINT uk_code",
+        "ALTER TABLE events RENAME INDEX uk_code TO uk_other",
+        "ALTER TABLE events MODIFY code VARCHAR(30) NULL",
+        "ALTER TABLE events MODIFY COLUMN `code` VARCHAR(30)",
+        "ALTER TABLE events CHANGE code code2 VARCHAR(20) NOT NULL",
+        "ALTER TABLE events RENAME COLUMN code TO c2",
+        "ALTER TABLE events DROP COLUMN code",
+        "ALTER TABLE events DROP code",
+        "DROP INDEX uk_code ON events",
+        "DROP INDEX u ON other.t",
+    ],
+)
+def test_statements_dropping_the_index_or_changing_the_column_break_the_key(query):
+    from cdc_source.chunk_key import key_breaking_target
+
+    assert key_breaking_target(query, "shop", KEYED) in ("shop.events", "other.t")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ALTER TABLE events ADD COLUMN x INT",
+        "ALTER TABLE events DROP INDEX uk_serial",
+        "ALTER TABLE events DROP COLUMN codex",
+        "ALTER TABLE events MODIFY n BIGINT",
+        "ALTER TABLE events ADD PRIMARY KEY (serial)",
+        "ALTER TABLE orders DROP INDEX uk_code",  # another table
+        "DROP INDEX uk_code ON orders",
+        "DROP INDEX other ON events",
+        "INSERT INTO events VALUES (1)",
+    ],
+)
+def test_other_statements_do_not(query):
+    from cdc_source.chunk_key import key_breaking_target
+
+    assert key_breaking_target(query, "shop", KEYED) is None
