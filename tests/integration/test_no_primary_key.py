@@ -167,6 +167,7 @@ def shapes(server):
         "CREATE TABLE nullable (a INT, b INT, UNIQUE KEY uk_a (a))",
         "CREATE TABLE pair (a INT NOT NULL, b INT NOT NULL, UNIQUE KEY uk_ab (a, b))",
         "CREATE TABLE keyed (id INT NOT NULL PRIMARY KEY, a INT NOT NULL UNIQUE)",
+        "CREATE TABLE good (a INT NOT NULL, b INT, UNIQUE KEY uk_a (a))",
         "INSERT INTO plain VALUES (1, 1)",
         database=database,
     )
@@ -311,3 +312,22 @@ def test_dropping_the_unique_index_stops_the_query_for_good(server, spark, tmp_p
     fresh = tmp_path / "fresh"
     StreamRun(spark, options, fresh / "checkpoint", fresh / "out").run_to_end()
     check_exactly_once(server, database, NO_KEY, read_output(spark, fresh / "out"))
+
+
+@pytest.mark.one_decoder
+def test_the_check_command_says_which_tables_a_chunk_key_column_keys(server, shapes):
+    from cdc_source.check_command import check
+
+    options = server.source_options(shapes, rf"{shapes}\.(good|plain)")
+    options[OPTION] = rf"{shapes}\.good:A"
+    tables = {f.requirement: f for f in check(options)[1]}["tables"]
+    assert tables.status == "FAIL" and f"{shapes}.plain has no primary key" in tables.detail
+    options[OPTION] = rf"{shapes}\.(good|plain):a"
+    findings = [f for f in check(options)[1] if f.requirement == "tables"]
+    assert [f.status for f in findings] == ["FAIL"]
+    assert "no UNIQUE index is made of it alone" in findings[0].detail
+    options = server.source_options(shapes, rf"{shapes}\.good")
+    options[OPTION] = "a"
+    tables = {f.requirement: f for f in check(options)[1]}["tables"]
+    assert tables.status == "OK"
+    assert f"keyed by their chunk key column: {shapes}.good by a" in tables.detail
