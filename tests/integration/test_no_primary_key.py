@@ -6,6 +6,8 @@ wrong is one clear error before any data moves."""
 
 from __future__ import annotations
 
+import json
+
 import pymysql
 import pytest
 
@@ -331,3 +333,39 @@ def test_the_check_command_says_which_tables_a_chunk_key_column_keys(server, sha
     tables = {f.requirement: f for f in check(options)[1]}["tables"]
     assert tables.status == "OK"
     assert f"keyed by their chunk key column: {shapes}.good by a" in tables.detail
+
+
+@pytest.mark.one_decoder
+def test_envelope_key_of_a_table_without_primary_key_is_its_chunk_key_column(
+    server, spark, tmp_path
+):
+    """Several tables (envelope): the per-table form names the column of the keyless one;
+    its ``key`` is that column, and an update of it is a delete and an insert."""
+    database = server.fresh_database("nopk_envelope")
+    server.execute(
+        "CREATE TABLE a (id INT PRIMARY KEY, name VARCHAR(10))",
+        "CREATE TABLE log (seq INT NOT NULL, msg VARCHAR(10), UNIQUE KEY uk_seq (seq))",
+        "INSERT INTO a VALUES (1, 'x')",
+        "INSERT INTO log VALUES (5, 'm5'), (6, 'm6')",
+        database=database,
+    )
+    options = server.source_options(database, rf"{database}\.(a|log)")
+    options[OPTION] = rf"{database}\.log:seq;"
+    run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
+    run.run_to_end()
+    server.execute(
+        "UPDATE log SET msg = 'x6' WHERE seq = 6",
+        "UPDATE log SET seq = 7 WHERE seq = 5",
+        database=database,
+    )
+    run.run_to_end()
+    rows = sorted(read_output(spark, run.out), key=lambda r: r["_seq"])
+    log = [(r["op"], json.loads(r["key"])) for r in rows if r["table"] == "log"]
+    assert log == [
+        ("r", {"seq": 5}),
+        ("r", {"seq": 6}),
+        ("u", {"seq": 6}),
+        ("d", {"seq": 5}),
+        ("c", {"seq": 7}),
+    ]
+    assert [json.loads(r["key"]) for r in rows if r["table"] == "a"] == [{"id": 1}]
