@@ -369,3 +369,19 @@ def test_envelope_key_of_a_table_without_primary_key_is_its_chunk_key_column(
         ("c", {"seq": 7}),
     ]
     assert [json.loads(r["key"]) for r in rows if r["table"] == "a"] == [{"id": 1}]
+
+
+@pytest.mark.one_decoder
+def test_a_batch_read_of_a_table_without_primary_key_equals_select_star(server, spark):
+    """``spark.read``: one consistent snapshot, chunked by the chunk key column."""
+    database = "nopk_batch"
+    server.fresh_database(database)
+    _load(server, database)
+    options = server.source_options(database, rf"{database}\.events", **STREAM_OPTIONS)
+    options[OPTION] = "code"
+    reader = spark.read.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    rows = [row.asDict() for row in reader.load().collect()]
+    assert len(rows) == ROWS
+    check_exactly_once(server, database, NO_KEY, [{**row, "_batch": 0} for row in rows])
