@@ -109,6 +109,11 @@ class TableSchema:
     # are of an earlier shape and are placed by column name.
     read_at: tuple[int, int] | None = None
     read_on: str = ""
+    # Non-empty when the table has no primary key: ``primary_key`` is then the NOT NULL
+    # column named by scan.incremental.snapshot.chunk.key-column (cdc_source.chunk_key),
+    # which plays the key's role everywhere, and these are the UNIQUE indexes of that
+    # column alone that keep it a key (a statement dropping one stops the stream).
+    key_indexes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -127,6 +132,11 @@ class TableSchema:
     @property
     def key_columns(self) -> tuple[ColumnSpec, ...]:
         return tuple(self.column(name) for name in self.primary_key)
+
+    @property
+    def declared_key(self) -> bool:
+        """Keyed by a chunk key column standing in for a missing primary key."""
+        return bool(self.key_indexes)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -237,7 +247,17 @@ def current_shape(conn, schema: TableSchema) -> TableSchema:
         cur.execute(_KEYS_SQL.replace("\nORDER BY", one_table, 1), names)
         key = tuple(_as_str(row[2]) for row in cur.fetchall())
     columns = tuple(_column_spec(row, no_pad, ids) for row in rows)
-    return replace(schema, columns=columns, primary_key=key)
+    now = replace(schema, columns=columns, primary_key=key)
+    if schema.declared_key:
+        # The chunk key column keeps its role while it is still NOT NULL and uniquely
+        # indexed (a primary key added since changes nothing: the column still identifies
+        # a row); otherwise the key is gone, which shape_changes reports.
+        from cdc_source.chunk_key import key_column_problem
+
+        keyless = replace(now, primary_key=())
+        holds = key_column_problem(conn, keyless, schema.primary_key[0])[0] is None
+        now = replace(now, primary_key=schema.primary_key if holds else ())
+    return now
 
 
 def discover_tables(conn, matches) -> list[TableSchema]:

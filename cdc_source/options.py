@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from cdc_source.chunk_key import OPTION as CHUNK_KEY_OPTION
+from cdc_source.chunk_key import ChunkKeyColumns, ChunkKeyRule
 from cdc_source.retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from cdc_source.tls import SSL_MODES, VERIFYING
 
@@ -123,6 +125,14 @@ OPTION_DOCS: dict[str, str] = {
     "scan.incremental.snapshot.chunk.size": (
         "rows per snapshot chunk; default: about 16 MiB of the table's rows (by its average "
         "row length), between 1,024 and 65,536"
+    ),
+    "scan.incremental.snapshot.chunk.key-column": (
+        "for tables without a primary key (Flink CDC's option): a column name, or "
+        "'<db.table regex>:<column>;...' per table; the column must be NOT NULL with a "
+        "UNIQUE index of its own and then keys the table as a primary key would; exactly "
+        "once only while each row keeps its value (an update of it is a delete and an "
+        "insert) and the index stays; for a table with a primary key only its first "
+        "column is accepted"
     ),
     "scan.snapshot.rows-per-batch": (
         f"snapshot rows planned per micro-batch (estimated as chunk.size per chunk), default "
@@ -271,6 +281,7 @@ class SourceOptions:
     snapshot_visibility: str = "auto"  # scan.snapshot.visibility
     gtid_wait_timeout: int = 60
     metadata: tuple[str, ...] = ()  # metadata.list, in the order given
+    chunk_keys: ChunkKeyColumns | None = None  # scan.incremental.snapshot.chunk.key-column
 
     @property
     def flink_table_form(self) -> bool:
@@ -559,6 +570,44 @@ def gtid_flavor(text: str) -> str:
     )
 
 
+def parse_chunk_key_columns(raw: str | None) -> ChunkKeyColumns | None:
+    """``scan.incremental.snapshot.chunk.key-column`` (cdc_source.chunk_key: both of
+    Flink CDC's spellings)."""
+    if raw is None or not raw.strip():
+        return None
+    raw = raw.strip()
+    if ":" not in raw:
+        if ";" in raw or "," in raw:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' is '{raw}': a single column name, or "
+                "'<db.table regex>:<column>;...' for several tables"
+            )
+        return ChunkKeyColumns((ChunkKeyRule(None, raw),))
+    rules = []
+    for entry in raw.split(";"):
+        entry = entry.strip()
+        if not entry:
+            continue  # Flink's examples end with ';'
+        pattern, sep, column = entry.rpartition(":")
+        pattern, column = pattern.strip(), column.strip()
+        if not sep or not pattern or not column:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' entry '{entry}' is not "
+                "'<db.table regex>:<column>' (entries are separated by ';')"
+            )
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise OptionError(
+                f"option '{CHUNK_KEY_OPTION}' entry '{entry}': '{pattern}' is not a valid "
+                f"regular expression: {err}"
+            ) from None
+        rules.append(ChunkKeyRule(pattern, column))
+    if not rules:
+        raise OptionError(f"option '{CHUNK_KEY_OPTION}' is '{raw}': it names no column")
+    return ChunkKeyColumns(tuple(rules))
+
+
 def _check_regex(name: str, pattern: str) -> None:
     try:
         re.compile(pattern)
@@ -702,6 +751,7 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         )
     _check_regex("database-name", options["database-name"])
     _check_regex("table-name", options["table-name"])
+    chunk_keys = parse_chunk_key_columns(options.get(CHUNK_KEY_OPTION))
     time_zone = options.get("server-time-zone", "UTC")
     _check_time_zone(time_zone)
     binlog_parallelism = _positive_int(
@@ -754,4 +804,5 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         snapshot_visibility=visibility,
         gtid_wait_timeout=_whole_seconds(options, "scan.snapshot.gtid-wait.timeout", 60),
         metadata=_parse_metadata(options.get("metadata.list")),
+        chunk_keys=chunk_keys,
     )

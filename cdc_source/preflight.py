@@ -7,6 +7,8 @@ import logging
 import pymysql
 
 from cdc_source.catalog import TableSchema, discover_tables
+from cdc_source.chunk_key import OPTION as CHUNK_KEY_OPTION
+from cdc_source.chunk_key import with_chunk_keys
 from cdc_source.keys import KeyTypeError, encode_component
 from cdc_source.mysql_client import binary_logs, variables
 from cdc_source.offsets import BinlogPosition
@@ -82,7 +84,8 @@ def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
             f"'{options.table_pattern}' ({options.no_table_hint(other)}); the account "
             f"'{options.username}' also needs SELECT on the tables to see them"
         )
-    problems = table_problems(tables)
+    tables, key_problems = with_chunk_keys(conn, tables, options.chunk_keys)
+    problems = table_problems(tables, key_problems)
     if problems:
         raise PreflightError("; ".join(problems))
     _check_select(conn, tables, options.username)
@@ -108,15 +111,26 @@ def read_schemas(conn, matches) -> list[TableSchema]:
     ]
 
 
-def table_problems(tables: list[TableSchema]) -> list[str]:
-    """What keeps each table from being captured: no primary key, a column type without a
-    Spark type, a key type that cannot be chunked. Empty when all are fine."""
+def table_problems(
+    tables: list[TableSchema], key_problems: dict[str, str] | None = None
+) -> list[str]:
+    """What keeps each table from being captured: no primary key (nor a usable chunk key
+    column: ``key_problems``, from :func:`cdc_source.chunk_key.with_chunk_keys`), a
+    column type without a Spark type, a key type that cannot be chunked. Empty when all
+    are fine."""
     problems = []
+    key_problems = key_problems or {}
     for table in tables:
-        if not table.primary_key:
+        if table.name in key_problems:
+            problems.append(key_problems[table.name])
+            if not table.primary_key:
+                continue
+        elif not table.primary_key:
             problems.append(
                 f"{table.name} has no primary key: cdc-mysql chunks the snapshot and identifies "
-                "changed rows by primary key; add one or exclude the table with 'table-name'"
+                f"changed rows by primary key; add one, or name a NOT NULL column with a UNIQUE "
+                f"index of its own in '{CHUNK_KEY_OPTION}' (e.g. '{table.name}:<column>'), or "
+                "exclude the table with 'table-name'"
             )
             continue
         for column in table.columns:

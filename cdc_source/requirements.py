@@ -14,6 +14,7 @@ import pymysql
 
 from cdc_source.binlog.transport import BinlogServerError, DumpSource, probe_dump
 from cdc_source.catalog import TableSchema, discover_tables
+from cdc_source.chunk_key import with_chunk_keys
 from cdc_source.gtid import expand
 from cdc_source.mysql_client import (
     HeadPrivilegeError,
@@ -278,11 +279,16 @@ def check_tables(conn, options: SourceOptions) -> tuple[list[TableSchema], list[
                 + "; the account also needs SELECT on the tables to see them",
             )
         ]
-    problems = table_problems(tables)
+    tables, key_problems = with_chunk_keys(conn, tables, options.chunk_keys)
+    problems = table_problems(tables, key_problems)
     names = ", ".join(t.name for t in tables)
     if problems:
         return tables, [Finding("tables", FAIL, p, "") for p in problems]
-    return tables, [Finding("tables", OK, f"{len(tables)} table(s) with primary keys: {names}")]
+    declared = [f"{t.name} by {t.primary_key[0]}" for t in tables if t.declared_key]
+    keyed = f"; keyed by their chunk key column: {', '.join(declared)}" if declared else ""
+    return tables, [
+        Finding("tables", OK, f"{len(tables)} table(s) with primary keys: {names}{keyed}")
+    ]
 
 
 def _replica_ids(conn) -> list[int] | None:

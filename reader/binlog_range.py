@@ -248,8 +248,12 @@ class RangeReader:
         slot: int = 0,
         decoder: str | None = None,
         origins: bool = False,
+        keyed_by_column: dict[str, tuple[str, tuple[str, ...]]] | None = None,
     ) -> None:
         self.source = source
+        # Tables keyed by their chunk key column (cdc_source.chunk_key): the column and
+        # its unique indexes.
+        self.keyed_by_column = keyed_by_column or {}
         self.start = start
         self.end = end
         self.tables = tables
@@ -437,6 +441,8 @@ class RangeReader:
             close()
 
     def _check_statement(self, schema: str, query: str, event: Event) -> None:
+        if self.keyed_by_column:
+            _check_chunk_key(self.keyed_by_column, schema or "", query, event)
         statement, targets = destructive_targets(query, schema or "")
         hit = [
             t
@@ -451,6 +457,32 @@ class RangeReader:
                 "deletes. Start a new query (new checkpoint location) to snapshot the table "
                 "again, or exclude it with 'table-name'."
             )
+
+
+def _check_chunk_key(
+    keyed: dict[str, tuple[str, tuple[str, ...]]], schema: str, query: str, event: Event
+) -> None:
+    """A table without a primary key is keyed by a column whose uniqueness only its
+    UNIQUE index guarantees: a statement that drops that index or changes the column
+    stops the stream before rows that could share a value are read. For good: a restart
+    would read the same statement again, and whether values stayed unique after it
+    cannot be proven (an index dropped, a duplicate written and deleted, the index added
+    back: the delete would take the original row's key)."""
+    from cdc_source.chunk_key import OPTION, key_breaking_target
+    from reader.schema_drift import SchemaChangedError
+
+    target = key_breaking_target(query, schema, keyed)
+    if target is None:
+        return
+    column, _ = keyed[target]
+    raise SchemaChangedError(
+        f"{target} has no primary key and is keyed by its chunk key column {column} "
+        f"('{OPTION}'); the statement at {event.file}:{event.end_pos} drops or changes that "
+        f"column or its UNIQUE index: {' '.join(query.split())[:200]}. Whether its values "
+        "stayed unique after it cannot be proven, so this checkpoint cannot go on: start a "
+        "new query (new checkpoint location) once the column is NOT NULL with a UNIQUE "
+        "index of its own again, or add a primary key"
+    )
 
 
 _HANDLED_QUIETLY = {c.XID, c.ROTATE, c.FORMAT_DESCRIPTION}

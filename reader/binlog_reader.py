@@ -83,6 +83,11 @@ class BinlogReader:
                 slot=self.task.slot,
                 decoder=self.task.decoder,
                 origins=bool(writer.metadata),
+                keyed_by_column={
+                    name: (schema.primary_key[0], schema.key_indexes)
+                    for name, schema in self.tables.items()
+                    if schema.declared_key and name in owned
+                },
             )
             for block in reader.blocks():
                 yield from self._emit(writer, ownership, block)

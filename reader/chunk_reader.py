@@ -240,7 +240,11 @@ class ChunkReader:
                     f"{chunk.table.name} was altered while the query ran (seen by a snapshot "
                     f"task): {'; '.join(differences)}. "
                     + (
-                        "A changed primary key needs a new query (new checkpoint location)"
+                        "Whether its values stayed unique cannot be proven: start a new "
+                        "query (new checkpoint location) once it has its UNIQUE index and "
+                        "NOT NULL again, or add a primary key"
+                        if chunk.table.declared_key and not now.primary_key
+                        else "A changed primary key needs a new query (new checkpoint location)"
                         if now.primary_key != chunk.table.primary_key
                         else "Restart the query (same checkpoint): it reads the new schema "
                         "and continues from its last committed batch with the new output "

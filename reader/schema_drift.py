@@ -196,6 +196,17 @@ def primary_key_change(schema: TableSchema, table_map: TableMap) -> str | None:
     key = table_map.primary_key
     if key is None or tuple(key) == tuple(schema.primary_key):
         return None
+    if schema.declared_key:
+        # A table keyed by its chunk key column has no PRIMARY KEY, and the TABLE_MAP's
+        # key metadata may still name one: "If you do not have a PRIMARY KEY and an
+        # application asks for the PRIMARY KEY in your tables, MySQL returns the first
+        # UNIQUE index that has no NULL columns as the PRIMARY KEY" (refman 8.0,
+        # create-table.html; MariaDB 10.11 writes that index as the event's key, seen in
+        # tests/integration/test_no_primary_key.py). It may be another unique column than
+        # the one chosen, or a primary key added later: neither breaks the chosen
+        # column's uniqueness, which is all the key needs; its loss is checked from the
+        # catalog (catalog.current_shape).
+        return None
     return f"primary key changed from ({', '.join(schema.primary_key)}) to ({', '.join(key)})"
 
 
@@ -332,7 +343,12 @@ def shape_changes(schema: TableSchema, now: TableSchema) -> list[str]:
     for spec in now.columns:
         if spec.name not in known:
             found.append(f"column {spec.name} ({spec.column_type}) was added")
-    if now.primary_key != schema.primary_key:
+    if now.primary_key != schema.primary_key and schema.declared_key:
+        found.append(
+            f"the chunk key column {schema.primary_key[0]} that stands in for the missing "
+            "primary key is no longer NOT NULL with a UNIQUE index of its own"
+        )
+    elif now.primary_key != schema.primary_key:
         found.append(
             f"primary key changed from ({', '.join(schema.primary_key)}) to "
             f"({', '.join(now.primary_key)})"

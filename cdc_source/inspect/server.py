@@ -82,7 +82,12 @@ def table_progress(
         below: int | None = 0
         if status == "done":
             below = None
-        elif status == "in progress" and offset is not None and offset.snapshot is not None:
+        elif (
+            status == "in progress"
+            and offset is not None
+            and offset.snapshot is not None
+            and schema.primary_key
+        ):
             below = _rows_at_most(conn, schema, list(offset.snapshot.after or ()))
         rows.append(TableProgressRow(name, status, below, schema.estimated_rows))
     return rows
@@ -97,6 +102,7 @@ def server_report(
     tables named in the offsets are looked up.
     """
     from cdc_source.catalog import discover_tables
+    from cdc_source.chunk_key import with_chunk_keys
     from cdc_source.mysql_client import binary_logs, connect, read_head
     from cdc_source.options import parse_options
 
@@ -122,6 +128,9 @@ def server_report(
         else:
             wanted = set(named_tables)
             schemas = discover_tables(conn, lambda db, t: f"{db}.{t}" in wanted)
+        # A table without a primary key is counted by its chunk key column, when the
+        # options name a usable one (the inspector reports; it does not refuse).
+        schemas, _ = with_chunk_keys(conn, schemas, parsed.chunk_keys)
         names = [s.name for s in schemas] if listed else list(named_tables)
         progress = table_progress(conn, schemas, offset, names)
     finally:
