@@ -30,6 +30,7 @@ from reader.schema_drift import (
     event_schema,
     primary_key_change,
 )
+from reader.schema_drift import known_at as schema_known_at
 
 
 def _no_charsets(collation_id: int) -> str:
@@ -253,6 +254,26 @@ class ImageColumns:
                 spec if not column_change(spec, column) else binlog_column_spec(column, charsets)
             )
         self._cache: dict[tuple[str, int], pa.Array] = {}
+
+    @classmethod
+    def for_output(
+        cls,
+        schema: TableSchema,
+        block: ChangeBlock,
+        writer,
+        server: str,
+        charsets: CharsetOf,
+    ) -> ImageColumns:
+        """The images as ``writer``'s output holds them: strict (typed) or carrying their
+        own columns (envelope), for a task reading the binlog of ``server``."""
+        return cls(
+            schema,
+            block,
+            writer.column_types(schema),
+            strict=not writer.envelope,
+            known_at=schema_known_at(schema, server),
+            charsets=charsets,
+        )
 
     def column(self, side: str, index: int) -> pa.Array:
         key = (side, index)

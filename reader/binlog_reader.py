@@ -28,7 +28,7 @@ from reader.binlog_range import ChangeBlock, RangeReader
 from reader.frontier import DELETE, INSERT, UPDATE, Ownership
 from reader.key_weights import WeightResolver
 from reader.row_decoding import native_splitter
-from reader.schema_drift import known_at, server_charsets
+from reader.schema_drift import server_charsets
 
 _OPS = np.array([INSERT, UPDATE, DELETE], dtype=object)
 _OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
@@ -98,14 +98,7 @@ class BinlogReader:
         self, writer: ArrowWriter, ownership: Ownership, block: ChangeBlock
     ) -> Iterator[pa.RecordBatch]:
         schema = self.tables[block.table]
-        images = ImageColumns(
-            schema,
-            block,
-            writer.column_types(schema),
-            strict=not writer.envelope,
-            known_at=known_at(schema, self.task.server),
-            charsets=self.charsets,
-        )
+        images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
         types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
         has_after = block.rows.has_after.to_numpy(zero_copy_only=False)

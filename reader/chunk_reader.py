@@ -44,7 +44,7 @@ from reader.normalize import (
     untouched_rows,
 )
 from reader.row_decoding import native_splitter
-from reader.schema_drift import SchemaChangedError, known_at, server_charsets, shape_changes
+from reader.schema_drift import SchemaChangedError, server_charsets, shape_changes
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
 
 
@@ -283,14 +283,7 @@ class ChunkReader:
         positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
         for block in reader.blocks():
             schema = tables[block.table]
-            images = ImageColumns(
-                schema,
-                block,
-                writer.column_types(schema),
-                strict=not writer.envelope,
-                known_at=known_at(schema, self.task.server),
-                charsets=self.charsets,
-            )
+            images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
             befores = images.python_images("before")
             afters = images.python_images("after")
             pairs = self.weights.image_sort_keys(schema, list(zip(befores, afters)))
