@@ -24,7 +24,7 @@ from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import unwrap_payload
 from cdc_source.binlog.row_count import count_rows, value_sizes
 from cdc_source.binlog.rows_event import parse_rows_event
-from cdc_source.binlog.table_map import TableMap, parse_table_map, table_id_of
+from cdc_source.binlog.table_map import TableMap, TableMaps, table_id_of
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
@@ -65,7 +65,10 @@ class BatchEnds:
     ) -> None:
         self.tables = tables
         self._source = source or DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
-        self._maps: dict[bytes, tuple[TableMap, tuple]] = {}
+        # Parsed once per distinct TABLE_MAP body across scans; a scan starts at a
+        # transaction boundary, so every row event it reads follows its own table map.
+        self._maps = TableMaps()
+        self._sizes: dict[int, tuple[TableMap, tuple]] = {}  # by id() of a table map
 
     def end(
         self, start: BinlogPosition, head: BinlogPosition, limit: StreamLimit
@@ -102,7 +105,6 @@ class BatchEnds:
         transactions = 0  # transaction starts seen past ``start``
         previous = (start.file, start.pos)
         reader, events, close = self._source.open(start.file, start.pos, until)
-        maps: dict[int, tuple[TableMap, tuple]] = {}
         try:
             for event in events:
                 where = (_file_number(event.file), event.end_pos)
@@ -116,7 +118,7 @@ class BatchEnds:
                         best = here
                     transactions += 1
                 size += event.end_pos - (previous[1] if previous[0] == event.file else 0)
-                rows += self._rows(event, reader.format, maps)
+                rows += self._rows(event, reader.format)
                 previous = (event.file, event.end_pos)
                 if where == until:
                     break
@@ -126,28 +128,28 @@ class BatchEnds:
             return best
         return None
 
-    def _rows(self, event, fmt, maps: dict[int, tuple[TableMap, tuple]]) -> int:
+    def _value_sizes(self, table_map: TableMap) -> tuple:
+        """:func:`value_sizes` of a table map, once per parsed map (kept with it, so
+        its id is not reused while cached)."""
+        cached = self._sizes.get(id(table_map))
+        if cached is None or cached[0] is not table_map:
+            if len(self._sizes) > 10_000:
+                self._sizes.clear()
+            cached = self._sizes[id(table_map)] = (table_map, value_sizes(table_map))
+        return cached[1]
+
+    def _rows(self, event, fmt) -> int:
         t = event.type
         if t == c.TABLE_MAP:
-            parsed = self._maps.get(event.body)
-            if parsed is None:
-                if len(self._maps) > 10_000:
-                    self._maps.clear()
-                table_map = parse_table_map(
-                    event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb
-                )
-                sizes = value_sizes(table_map) if table_map.name in self.tables else ()
-                parsed = self._maps[event.body] = (table_map, sizes)
-            maps[parsed[0].table_id] = parsed
+            self._maps.add(event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
             return 0
         if t in c.ROW_EVENTS:
             table_id = table_id_of(event.body, fmt.post_header_len(t, 8))
-            entry = maps.get(table_id)
-            if entry is None or entry[0].name not in self.tables:
+            table_map = self._maps.by_id.get(table_id)
+            if table_map is None or table_map.name not in self.tables:
                 return 0
-            table_map, sizes = entry
             rows_event = parse_rows_event(event, fmt, len(table_map.columns))
-            return count_rows(rows_event, table_map, sizes)
+            return count_rows(rows_event, table_map, self._value_sizes(table_map))
         if t == c.TRANSACTION_PAYLOAD:
-            return sum(self._rows(inner, fmt, maps) for inner in unwrap_payload(event))
+            return sum(self._rows(inner, fmt) for inner in unwrap_payload(event))
         return 0

@@ -31,7 +31,8 @@ from cdc_source.binlog.rows_event import (
     UndecodableEventError,
     parse_rows_event,
 )
-from cdc_source.binlog.table_map import TableMap, parse_table_map, table_id_of
+from cdc_source.binlog.table_map import TableMap, table_id_of
+from cdc_source.binlog.table_map import TableMaps as BinlogTableMaps
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
@@ -189,27 +190,16 @@ def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]
     return statement, targets
 
 
-class TableMaps:
-    """The TABLE_MAP state of a stream: table id -> table map, parsed once per distinct
-    event body (a table map repeats before every transaction that writes the table)."""
+class TableMaps(BinlogTableMaps):
+    """A stream's table maps (:class:`cdc_source.binlog.table_map.TableMaps`), and the row
+    sinks their rows are decoded into."""
 
     def __init__(self, decoder: str | None = None) -> None:
-        self.by_id: dict[int, TableMap] = {}
-        self._parsed: dict[bytes, TableMap] = {}
-        self._plans: dict[int, tuple] = {}
+        super().__init__()
         self.decoder = decoder
 
     def add(self, event: Event, fmt: Format) -> TableMap:
-        table_map = self._parsed.get(event.body)
-        if table_map is None:
-            if len(self._parsed) > 10_000:
-                self._parsed.clear()
-            table_map = parse_table_map(
-                event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb
-            )
-            self._parsed[event.body] = table_map
-        self.by_id[table_map.table_id] = table_map
-        return table_map
+        return super().add(event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
 
     def get(self, table_id: int, event: Event) -> TableMap:
         table_map = self.by_id.get(table_id)

@@ -267,3 +267,21 @@ def _optional_metadata(cur: Cursor) -> dict:
             fields[SIMPLE_PRIMARY_KEY] = key
         # Column visibility and geometry types do not change what a row image holds.
     return fields
+
+
+class TableMaps:
+    """The TABLE_MAP state of a stream: table id -> table map, parsed once per distinct
+    event body (a table map repeats before every transaction that writes the table)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, TableMap] = {}
+        self._parsed: dict[bytes, TableMap] = {}
+
+    def add(self, body: bytes, post_header_len: int, mariadb: bool) -> TableMap:
+        table_map = self._parsed.get(body)
+        if table_map is None:
+            if len(self._parsed) > 10_000:
+                self._parsed.clear()
+            table_map = self._parsed[body] = parse_table_map(body, post_header_len, mariadb)
+        self.by_id[table_map.table_id] = table_map
+        return table_map
