@@ -155,3 +155,25 @@ def coordinator_states(state_dir: str | None = None) -> list[dict]:
         except (OSError, ValueError):
             continue
     return states
+
+
+def stream_past_handover(run: StreamRun, writer, binlog_batches: int = 3) -> int:
+    """Runs ``run`` while ``writer`` (started here, a thread with ``stop()``) writes, until
+    the hand-over and ``binlog_batches`` more batches; then stops both and runs the query to
+    the end. Returns how many batches the snapshot took."""
+    writer.start()
+    query = run.start()
+    try:
+        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query)
+        snapshot_batches = handover_batch(run.checkpoint)
+        wait_for(
+            lambda: len(run.batches_seen) >= snapshot_batches + binlog_batches,
+            120,
+            "binlog batches",
+            query,
+        )
+    finally:
+        writer.stop()
+        query.stop()
+    run.run_to_end()
+    return snapshot_batches

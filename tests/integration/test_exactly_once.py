@@ -13,6 +13,7 @@ from tests.integration.streams import (
     largest_offset_bytes,
     read_output,
     source_offsets,
+    stream_past_handover,
     wait_for,
 )
 from tests.integration.workload import (
@@ -56,18 +57,7 @@ def test_snapshot_then_binlog_is_exactly_once_under_concurrent_writes(
     options["scan.snapshot.visibility"] = visibility
     run = StreamRun(spark, options, tmp_path / "checkpoint", tmp_path / "out")
     writer = Writer(server, database, kind, ROWS)
-    writer.start()
-    query = run.start()
-    try:
-        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query)
-        snapshot_batches = handover_batch(run.checkpoint)
-        wait_for(
-            lambda: len(run.batches_seen) >= snapshot_batches + 3, 120, "binlog batches", query
-        )
-    finally:
-        writer.stop()
-        query.stop()
-    run.run_to_end()
+    snapshot_batches = stream_past_handover(run, writer)
 
     assert snapshot_batches >= 5, "the snapshot should span several batches"
     assert writer.operations > 100

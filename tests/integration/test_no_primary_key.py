@@ -24,6 +24,7 @@ from tests.integration.streams import (
     handover_batch,
     largest_offset_bytes,
     read_output,
+    stream_past_handover,
     wait_for,
 )
 from tests.integration.workload import TableKind, Writer, check_exactly_once
@@ -126,18 +127,7 @@ def test_a_table_keyed_by_a_unique_column_is_exactly_once_under_concurrent_write
     with server.admin() as conn:
         start_file, start_pos, _, _ = read_head(conn)
     writer = NoKeyWriter(server, database, NO_KEY, ROWS)
-    writer.start()
-    query = run.start()
-    try:
-        wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query)
-        snapshot_batches = handover_batch(run.checkpoint)
-        wait_for(
-            lambda: len(run.batches_seen) >= snapshot_batches + 3, 120, "binlog batches", query
-        )
-    finally:
-        writer.stop()
-        query.stop()
-    run.run_to_end()
+    snapshot_batches = stream_past_handover(run, writer)
 
     assert snapshot_batches >= 4, "the snapshot should span several batches"
     assert writer.operations > 100
