@@ -143,8 +143,29 @@ CLASSES: dict[str, tuple[str, str]] = {
         "set sync_binlog=1; start a new query with a new checkpoint",
     ),
     "UnloggedRowChangeError": (
-        "a TRUNCATE or another statement changed a captured table without row events",
-        "start a new query with a new checkpoint to snapshot the table again",
+        "a partition of a table was dropped or truncated while the table was being "
+        "snapshotted (a TRUNCATE, DROP or RENAME is a 't' row instead), or, inside a "
+        "snapshot task's own window, any of these",
+        "restart the query once the snapshot is done; or a new query (new checkpoint)",
+    ),
+    "TableSetError": (
+        "tables joined or left the capture in a way the query cannot follow: a typed "
+        "(single-table) query whose 'table-name' now matches another table; a joining table "
+        "without a primary key; a restart whose table set differs from the checkpoint's by "
+        "more than three tables, or after a DROP DATABASE",
+        "narrow 'table-name', or change it by at most three tables a run; or start a new "
+        "query with a new checkpoint location",
+    ),
+    "DdlParseError": (
+        "a table statement in the binlog (CREATE, DROP, RENAME, TRUNCATE, ALTER TABLE ... "
+        "RENAME or PARTITION) that the source starts to read but cannot (the message names "
+        "its position and text), e.g. a name in double quotes under ANSI_QUOTES",
+        "report it with the statement; a new query (new checkpoint) past that position",
+    ),
+    "DdlScanError": (
+        "the binlog ended before a planned position while the driver read its statements: "
+        "the server lost events it had reported",
+        "set sync_binlog=1; start a new query with a new checkpoint",
     ),
     "PartialRowImageError": (
         "a session wrote a captured table with binlog_row_image other than FULL, or with "
@@ -265,7 +286,7 @@ def raises() -> list[Raise]:
                     where = f"{path.relative_to(ROOT).as_posix()}"
                     found.append(Raise(cls, " ".join(message.split()), where))
             found += _returned_messages(path.relative_to(ROOT).as_posix(), tree)
-    return sorted(set(found), key=lambda r: (r.cls, r.message))
+    return sorted(set(found), key=lambda r: (r.cls, r.message, r.where))
 
 
 def render() -> str:
