@@ -17,9 +17,18 @@ another server behind the same host name stops with a clear error instead of rea
 another binlog at the same coordinates. ``binlog.gtids`` is the exact GTID state at the
 position (:mod:`coordinator.gtid_tracker`), in the compact form of :mod:`cdc_source.gtid`.
 
-``tables`` fingerprints the set of captured tables, so a restart whose ``table-name``
-now matches another set of tables stops with a clear error instead of silently
-streaming a table whose earlier rows were never snapshotted.
+``tables`` fingerprints the set of tables the query owns by its main cursor (every
+captured table but one being snapshotted on its own, ``added``, and those waiting for
+that): the sum of 64-bit hashes of their names (:func:`table_fingerprint`), so a restart
+finds which of the tables matching now the checkpoint had, even after tables were
+created, dropped or renamed, or ``table-name`` was widened or narrowed
+(:mod:`coordinator.table_set`). Checkpoints written before it hold an 8-digit CRC-32
+of the names (:func:`legacy_fingerprint`).
+
+``added`` (version 3, written only while it is there) is the snapshot of one table
+that joined a running capture (renamed into ``table-name``'s reach, or matched by a
+widened pattern): ``{"table": "db.t", "after": [key values] | null}``, keys ``<= after``
+owned by the stream, the other tables streaming on meanwhile.
 
 The initial offset of every mode but ``initial`` and ``snapshot`` is the *sentinel*
 ``{"v": 1, "tables": ..., "binlog": null, "snapshot": null}``: no position, nothing
@@ -35,6 +44,7 @@ and no whitespace; its size does not depend on the size of any table.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import zlib
@@ -46,7 +56,10 @@ OFFSET_VERSION = 1
 # only then, so that a package older than epochs refuses it instead of ordering the new
 # server's changes by their file numbers; version 1 offsets are unchanged.
 EPOCH_OFFSET_VERSION = 2
-READABLE_VERSIONS = (OFFSET_VERSION, EPOCH_OFFSET_VERSION)
+# Version 3: an offset with an ``added`` table snapshot, which an older package would
+# ignore (it would stream the table's changes without its snapshot).
+ADDED_OFFSET_VERSION = 3
+READABLE_VERSIONS = (OFFSET_VERSION, EPOCH_OFFSET_VERSION, ADDED_OFFSET_VERSION)
 _FILE_NUMBER = re.compile(r"\.(\d+)$")
 
 
@@ -143,7 +156,23 @@ class SnapshotCursor:
         )
 
 
-def table_fingerprint(table_names: list[str] | tuple[str, ...]) -> str:
+FINGERPRINT_MASK = (1 << 64) - 1
+
+
+def table_hash(name: str) -> int:
+    """A table name's 64-bit hash (BLAKE2b): fingerprints add them up."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big")
+
+
+def table_fingerprint(table_names) -> str:
+    """The set's fingerprint: the sum of its names' hashes modulo 2**64, 16 hex digits.
+    A sum, not a hash of the joined names, so that a restart can tell which few tables
+    make the difference between two sets (:mod:`coordinator.table_set`)."""
+    return f"{sum(map(table_hash, set(table_names))) & FINGERPRINT_MASK:016x}"
+
+
+def legacy_fingerprint(table_names) -> str:
+    """The fingerprint offsets carried before tables could join a running capture."""
     return f"{zlib.crc32(chr(10).join(sorted(table_names)).encode()):08x}"
 
 
@@ -153,6 +182,7 @@ class SourceOffset:
     snapshot: SnapshotCursor | None
     tables: str = ""
     server: str = ""  # whose binlog the positions are of ('' before the first batch)
+    added: SnapshotCursor | None = None  # a table joining the capture, snapshotted alone
 
     @property
     def handed_over(self) -> bool:
@@ -161,11 +191,15 @@ class SourceOffset:
     def to_json_obj(self) -> dict[str, Any]:
         epoch = self.binlog.epoch if self.binlog is not None else 0
         version = EPOCH_OFFSET_VERSION if epoch else OFFSET_VERSION
+        if self.added is not None:
+            version = ADDED_OFFSET_VERSION
         obj: dict[str, Any] = {"v": version, "tables": self.tables}
         if self.server:  # written from the first planned batch on: offsets stay comparable
             obj["server"] = self.server
         obj["binlog"] = None if self.binlog is None else self.binlog.to_json_obj()
         obj["snapshot"] = None if self.snapshot is None else self.snapshot.to_json_obj()
+        if self.added is not None:  # only while a joining table is snapshotted
+            obj["added"] = self.added.to_json_obj()
         return obj
 
     def to_json(self) -> str:
@@ -183,15 +217,21 @@ class SourceOffset:
             )
         binlog = obj.get("binlog")
         snapshot = obj.get("snapshot")
+        added = obj.get("added")
         return SourceOffset(
             binlog=None if binlog is None else BinlogPosition.from_json_obj(binlog),
             snapshot=None if snapshot is None else SnapshotCursor.from_json_obj(snapshot),
             tables=str(obj.get("tables", "")),
             server=str(obj.get("server", "")),
+            added=None if added is None else SnapshotCursor.from_json_obj(added),
         )
 
     def describe(self) -> str:
         where = "no binlog position" if self.binlog is None else f"binlog {self.binlog}"
+        if self.added is not None:
+            added = self.added
+            done = "start" if added.after is None else f"after {list(added.after)}"
+            return f"stream phase, snapshot of joining table {added.table} {done}, {where}"
         if self.snapshot is None:
             return f"stream phase at {where}"
         after = "start" if self.snapshot.after is None else f"after {list(self.snapshot.after)}"
@@ -209,4 +249,6 @@ def same_progress(a: SourceOffset, b: SourceOffset) -> bool:
     """True when two offsets cover the same data (the observation time ``ts`` aside)."""
     pos_a = None if a.binlog is None else (a.binlog.epoch, a.binlog.file, a.binlog.pos)
     pos_b = None if b.binlog is None else (b.binlog.epoch, b.binlog.file, b.binlog.pos)
-    return pos_a == pos_b and a.snapshot == b.snapshot
+    return (
+        pos_a == pos_b and a.snapshot == b.snapshot and a.added == b.added and a.tables == b.tables
+    )

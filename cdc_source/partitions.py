@@ -51,6 +51,11 @@ class BinlogTask:
     slot: int = 0
     decoder: str = "auto"  # scan.binlog.decoder
     server: str = ""  # the server the positions belong to (mysql_client.server_identity)
+    # A table joining the running capture, snapshotted alone: keys <= after are owned.
+    added: SnapshotCursor | None = None
+    # Tables created in the range whose rows are streamed from their CREATE on
+    # (coordinator.table_set): every row of a new table comes after it.
+    streamed_from_creation: tuple[TableSchema, ...] = ()
 
 
 @dataclass(frozen=True)

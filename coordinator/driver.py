@@ -23,21 +23,26 @@ from cdc_source.mysql_client import (
 )
 from cdc_source.offsets import (
     BinlogPosition,
+    SnapshotCursor,
     SourceOffset,
     owns_any_of,
     same_progress,
     table_fingerprint,
 )
 from cdc_source.options import SourceOptions
+from cdc_source.output_schema import is_envelope
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask, TableResetTask
 from cdc_source.preflight import BinlogPurgedError
 from cdc_source.retry import Reconnecting
 from cdc_source.visibility import ServerTraits, describe, read_traits
 from coordinator import startup
 from coordinator.batch_end import BatchEnds, StreamLimit
+from coordinator.captured_tables import CapturedTables
+from coordinator.ddl_scan import DdlScan
 from coordinator.gtid_tracker import GtidTracker
 from coordinator.planner import BatchBudget, Planner
 from coordinator.splitter import ServerBoundarySource
+from coordinator.table_set import Membership, RangeEffect
 from coordinator.xa_watermark import XaWatermark
 
 log = logging.getLogger("cdc_mysql")
@@ -69,6 +74,12 @@ class QueryDriver:
         self.session = Reconnecting(open_session, policy, "the driver's head read or check")
         self.boundaries = ServerBoundarySource(open_session, policy)
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
+        # Which tables are captured at each offset, as statements create, drop and rename
+        # them (coordinator/table_set.py); one output table means typed output.
+        self.ddl = DdlScan(open_session, options.server_ids.last, policy)
+        self.captured = CapturedTables(
+            options, tables, self.session.run, self.ddl, typed=not is_envelope(tables)
+        )
         # The driver reads the binlog only between batches, with the range's last id.
         self.xa = XaWatermark(open_session, options.server_ids.last, policy)
         self.fingerprint = table_fingerprint([t.name for t in tables])
@@ -163,16 +174,6 @@ class QueryDriver:
             rows = max_rows if rows is None else min(rows, max_rows)
         return StreamLimit(rows, max_bytes)
 
-    def _check_tables(self, offset: SourceOffset) -> None:
-        if offset.tables and offset.tables != self.fingerprint:
-            raise SourceStateError(
-                "the tables matched by 'database-name'/'table-name' are not the ones this "
-                f"checkpoint captured (now: {', '.join(t.name for t in self.tables)}). A table "
-                "added to a running capture would have no snapshot and a removed one would "
-                "stop silently; start a new query with a new checkpoint location, or restore "
-                "the options and tables the checkpoint was started with"
-            )
-
     def _server_changed(self, before: str, after: str) -> None:
         """A connection of the driver reached another server than before (a fail-over):
         followed where positions can be found there by their GTID state, else an error."""
@@ -245,7 +246,6 @@ class QueryDriver:
     ) -> SourceOffset:
         """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
         ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
-        self._check_tables(start)
         if self.options.startup_mode == "snapshot" and start.handed_over and start.binlog:
             # Snapshot only: the stream ends at the hand-over. No batch is planned after it,
             # so availableNow finishes and other triggers idle without reading on.
@@ -262,23 +262,90 @@ class QueryDriver:
         head = self.target or self.head()
         head = replace(head, epoch=start.binlog.epoch if start.binlog is not None else 0)
         server = self.server_identity()
+        budget = self._budget(max_rows, max_bytes)
         if start.snapshot is not None:
             head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
-            batch = self.planner.plan(start, head, self._budget(max_rows, max_bytes))
-            self._log_plan(start, batch.end, len(batch.chunks), head)
+            members, effect, _ = self.captured.after(start, head)
+            main = self._main_start(start, members, effect)
+            if main.snapshot is None:  # every table left to snapshot was dropped
+                end = SourceOffset(head, None, members.fingerprint, server)
+                chunks = 0
+            else:
+                batch = self.planner.plan(main, head, budget)
+                end = replace(batch.end, tables=members.fingerprint, server=server)
+                chunks = len(batch.chunks)
+            self.captured.log_effect(effect, head)
+            self.captured.remember(end, members)
+            self._log_plan(start, end, chunks, head)
             self._write_state()
-            return replace(batch.end, server=server)
-        end = SourceOffset(head, None, self.fingerprint)
-        if start.binlog is not None and same_progress(start, end):
-            return start
+            return end
+        members = self.captured.at(start)
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
-        if start.binlog is not None:
+        moved = start.binlog is None or head.coordinates != start.binlog.coordinates
+        if not moved and start.added is None and not members.pending:
+            return start
+        if start.binlog is not None and moved:
+            self.batch_ends.tables = members.names
             head = self.batch_ends.end(start.binlog, head, self._stream_limit(max_rows, max_bytes))
+        elif start.binlog is not None:
+            head = start.binlog  # no new binlog: a batch of the joining table's snapshot only
         head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
-        end = SourceOffset(head, None, self.fingerprint, server)
+        members, effect, _ = self.captured.after(start, head)
+        members, added = self._plan_added(start, members, budget)
+        end = SourceOffset(head, None, members.fingerprint, server, added)
+        if start.binlog is not None and same_progress(start, end):
+            return start
+        self.captured.log_effect(effect, head)
+        self.captured.remember(end, members)
         self._log_plan(start, end, 0, head)
         return end
+
+    def _main_start(
+        self, start: SourceOffset, members: Membership, effect: RangeEffect
+    ) -> SourceOffset:
+        """``start`` for the main snapshot's planner, which walks the tables owned at the
+        range's end: the cursor's table starts again when it was dropped (and maybe
+        created again) in the range, or the next table does when it is gone."""
+        self.planner.set_tables([self.captured.schema(n) for n in members.owned])
+        cursor = start.snapshot
+        if cursor is not None and effect.restart_cursor_table:
+            if cursor.table in members.owned:
+                cursor = SnapshotCursor(cursor.table, None)
+            else:
+                cursor = self.planner.next_cursor(cursor.table)
+        return replace(start, snapshot=cursor)
+
+    def _added_table(self, start: SourceOffset, members: Membership):
+        """The table joining the capture whose snapshot the batch from ``start`` reads, the
+        key its snapshot is done to, and the tables after this batch's statements."""
+        current = start.added if start.added and start.added.table == members.added else None
+        members = members.next_added()
+        return members, members.added, (current.after if current else None)
+
+    def _plan_added(
+        self, start: SourceOffset, members: Membership, budget: BatchBudget
+    ) -> tuple[Membership, SnapshotCursor | None]:
+        """The next chunks of a table joining the capture (after the hand-over; one table
+        at a time): the tables at the batch's end and its ``added`` cursor."""
+        members, table, after = self._added_table(start, members)
+        if table is None:
+            return members, None
+        _, done_to = self.planner.plan_table(self.captured.schema(table), after, budget)
+        if done_to is None:
+            log.info("%s: the snapshot of the table joining the capture is done", table)
+            return members.finish_added(), None
+        return members, SnapshotCursor(table, done_to)
+
+    def _added_chunks(self, start: SourceOffset, end: SourceOffset, members: Membership):
+        """The chunks of the joining table read by the batch (start, end]."""
+        if start.snapshot is not None:
+            return ()
+        members, table, after = self._added_table(start, members)
+        if table is None:
+            return ()
+        until = end.added.after if end.added and end.added.table == table else None
+        return self.planner.table_chunks(self.captured.schema(table), after, until)
 
     def _purged(self, position: BinlogPosition) -> bool:
         """Whether ``position``'s binlog file was purged and the query snapshots again
@@ -301,7 +368,7 @@ class QueryDriver:
         if self.target is not None and self.target.coordinates < head.coordinates:
             self.target = head  # availableNow: the new snapshot ends at R
         head = self._with_gtids(None, self._with_xa(None, head))
-        fresh = SourceOffset(head, self.planner.initial_cursor(), self.fingerprint)
+        fresh = self._fresh_snapshot(head, start)
         batch = self.planner.plan(fresh, head, self._budget(max_rows, max_bytes))
         log.warning(
             "the binlog from %s was purged (scan.on-binlog-purged=resnapshot): every captured "
@@ -312,6 +379,18 @@ class QueryDriver:
         )
         self._write_state()
         return replace(batch.end, server=self.server_identity())
+
+    def _fresh_snapshot(self, head: BinlogPosition, start: SourceOffset) -> SourceOffset:
+        """A snapshot of every captured table from the start, as of ``head`` (after a
+        purge): the tables this run followed to ``start``, or, in a run that starts there,
+        the tables matching now (the statements since the checkpoint are gone with the
+        binlog)."""
+        known = self.captured.remembered(start)
+        names = sorted(known.names if known else self.captured.matching_at_start)
+        self.planner.set_tables([self.captured.schema(n) for n in names])
+        fresh = SourceOffset(head, self.planner.initial_cursor(), table_fingerprint(names))
+        self.captured.remember(fresh, Membership(frozenset(names)))
+        return fresh
 
     def _resets(self, start: SourceOffset, end: SourceOffset) -> bool:
         """Whether (start, end] is the batch of :meth:`_resnapshot`: it enters a new epoch
@@ -365,15 +444,16 @@ class QueryDriver:
         """The tasks of the batch (start, end]: a pure function of the two offsets."""
         if same_progress(start, end):
             return []
-        self._check_tables(start)
         start, end = self._on_this_server(start), self._on_this_server(end)
         parts: list[BinlogTask | ChunkTask | TableResetTask] = []
         if self._resets(start, end):
+            start = self._fresh_snapshot(end.binlog, start)
             tables = tuple(self.planner.tables)
             parts.append(TableResetTask(tables, tuple(range(len(tables))), end.binlog))
-            start = SourceOffset(end.binlog, self.planner.initial_cursor(), self.fingerprint)
         else:
             self._ensure_available(start.binlog)
+        members = self.captured.at(start)
+        after, effect, _ = self.captured.after(start, end.binlog)
         ids = self.options.server_ids
         server = self.server_identity()
         traits = self.traits()
@@ -389,8 +469,13 @@ class QueryDriver:
             min(self.options.binlog_parallelism, max(1, ids.size - 1)) if reads_binlog else 0
         )
         if reads_binlog:
-            # Only the tables the stream owns any of travel (partitions stay small).
-            owned = tuple(t for t in self.tables if owns_any_of(start.snapshot, t.name))
+            # Only the tables the stream owns any of travel (partitions stay small), and
+            # those created in the range that it streams from their CREATE.
+            names = [n for n in members.owned if owns_any_of(start.snapshot, n)]
+            if start.added is not None and start.added.after is not None:
+                names.append(start.added.table)
+            owned = tuple(self.captured.schema(n) for n in sorted(names))
+            created = tuple(self.captured.schema(n) for n in sorted(effect.streamed_from_creation))
             for slot in range(binlog_tasks):
                 task = BinlogTask(
                     start.binlog,
@@ -402,9 +487,14 @@ class QueryDriver:
                     slot,
                     self.options.binlog_decoder,
                     server,
+                    start.added,
+                    created,
                 )
                 parts.append(task)
-        chunks = self.planner.chunks_between(start, end)
+        if start.snapshot is not None:
+            chunks = self.planner.chunks_between(self._main_start(start, after, effect), end)
+        else:
+            chunks = self._added_chunks(start, end, after)
         if chunks:
             # Few tasks, each reading several chunks in one consistent snapshot: every chunk
             # task decodes the binlog from the planned position to its snapshot, so more

@@ -27,6 +27,7 @@ class PlanningError(RuntimeError):
     pass
 
 
+ER_NO_SUCH_TABLE = 1146
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK_ROWS = 1024
 MAX_CHUNK_ROWS = 65536
@@ -79,11 +80,65 @@ class Planner:
         registry: SplitRegistry | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self.tables = sorted(tables, key=lambda t: t.name)
-        self._index = {t.name: i for i, t in enumerate(self.tables)}
+        self.set_tables(tables)
         self.boundaries = boundaries
         self.chunk_size = chunk_size
         self.registry = registry or SplitRegistry()
+
+    def set_tables(self, tables: list[TableSchema]) -> None:
+        """The tables the main snapshot walks (tables join and leave a running capture)."""
+        self.tables = sorted(tables, key=lambda t: t.name)
+        self._index = {t.name: i for i, t in enumerate(self.tables)}
+
+    def next_cursor(self, name: str) -> SnapshotCursor | None:
+        """The start of the first table after ``name`` (the hand-over if none is left)."""
+        later = [t.name for t in self.tables if t.name > name]
+        return SnapshotCursor(later[0], None) if later else None
+
+    # -- a table joining a running capture, snapshotted alone ----------------------------
+    def plan_table(
+        self, schema: TableSchema, after: tuple | None, budget: BatchBudget
+    ) -> tuple[tuple[ChunkSpec, ...], tuple | None]:
+        """Chunks of ``schema`` after the key ``after`` (JSON form), as many as ``budget``
+        allows (at least one); and the new ``after``, None when the table is done."""
+        size_of_chunk = chunk_rows(schema, self.chunk_size)
+        chunks: list[ChunkSpec] = []
+        lo = None if after is None else key_from_json(schema, after)
+        while True:
+            rows = (len(chunks) + 1) * size_of_chunk
+            if chunks and not budget.allows(
+                len(chunks) + 1, rows, rows * max(schema.avg_row_bytes, 1)
+            ):
+                return tuple(chunks), tuple(key_to_json(schema, lo))
+            hi = self.boundaries.chunk_end(schema, lo, None, size_of_chunk)
+            chunks.append(ChunkSpec(schema, 0, lo, hi))
+            if hi is None:
+                return tuple(chunks), None
+            lo = hi
+
+    def table_chunks(
+        self, schema: TableSchema, after: tuple | None, until: tuple | None
+    ) -> tuple[ChunkSpec, ...]:
+        """The chunks of ``schema`` for keys in ``(after, until]`` (to its end if None),
+        walked again from the offsets alone."""
+        lo = first = None if after is None else key_from_json(schema, after)
+        bound = None if until is None else key_from_json(schema, until)
+        rows = chunk_rows(schema, self.chunk_size)
+        chunks = []
+        try:
+            while True:
+                hi = self.boundaries.chunk_end(schema, lo, bound, rows)
+                if hi is None or hi == bound:
+                    chunks.append(ChunkSpec(schema, 0, lo, bound))
+                    return tuple(chunks)
+                chunks.append(ChunkSpec(schema, 0, lo, hi))
+                lo = hi
+        except Exception as err:
+            if not (getattr(err, "args", None) and err.args[0] == ER_NO_SUCH_TABLE):
+                raise
+            # Dropped since the batch was planned: one chunk, which its task reads as no
+            # rows (the stream's reset of the table follows), so the batch can still run.
+            return (ChunkSpec(schema, 0, first, bound),)
 
     def initial_cursor(self) -> SnapshotCursor | None:
         return SnapshotCursor(self.tables[0].name, None) if self.tables else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cdc_source.binlog import constants as c
+from cdc_source.binlog.ddl import DdlParseError, table_changes
 from cdc_source.binlog.events import (
     Event,
     Format,
@@ -39,6 +40,7 @@ from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from reader.row_decoding import NATIVE_ERRORS, PARTIAL_JSON_ERRORS, DecodedRows, RowSink
+from reader.table_follow import TableFollow, UnloggedRowChangeError
 
 ROWS_PER_BLOCK = 65536
 BYTES_PER_BLOCK = 32 << 20
@@ -49,8 +51,19 @@ class BinlogRangeError(RuntimeError):
     pass
 
 
-class UnloggedRowChangeError(RuntimeError):
-    """A statement changed a captured table's rows without row events (TRUNCATE, DROP)."""
+@dataclass(frozen=True)
+class TableReset:
+    """A statement at ``where`` (file number, end position) that removed every row of
+    ``table`` without row events (DROP, TRUNCATE, RENAME away...): a ``t`` row there.
+    ``file``, ``gtid``, ``server_id`` and ``timestamp`` are the event's."""
+
+    table: str
+    where: tuple[int, int]
+    sub: int
+    timestamp: int
+    file: str
+    gtid: str | None
+    server_id: int
 
 
 class XaTransactionError(UndecodableEventError):
@@ -239,8 +252,12 @@ class RangeReader:
         decoder: str | None = None,
         origins: bool = False,
         keyed_by_column: dict[str, tuple[str, tuple[str, ...]]] | None = None,
+        follow: TableFollow | None = None,
     ) -> None:
         self.source = source
+        # A binlog task follows its tables through statements (resets, tables created);
+        # without it (a snapshot task's window) such a statement is an error.
+        self.follow = follow
         # Tables keyed by their chunk key column (cdc_source.chunk_key): the column and
         # its unique indexes.
         self.keyed_by_column = keyed_by_column or {}
@@ -290,7 +307,10 @@ class RangeReader:
                     maps.add(event, reader.format)
                 elif t in (c.QUERY, c.QUERY_COMPRESSED):
                     query = parse_query(event, reader.format)
-                    self._check_statement(query.schema, query.query, event)
+                    if self.follow is not None:
+                        yield from self._follow(query.schema, query.query, event, where, sub)
+                    else:
+                        self._check_statement(query.schema, query.query, event)
                     self._xa(tracker.observe(event, reader.format, query.query), event, commits)
                 elif t in _XA_EVENTS:
                     if self.origins and t in _GTID_EVENTS:
@@ -310,6 +330,39 @@ class RangeReader:
         # is open would make the server kill the first (kill_zombie_dump_threads).
         for xid, begin, commit, gtid in commits:
             yield from self._xa_commit(xid, begin, commit, gtid)
+
+    def _follow(
+        self, schema: str, query: str, event: Event, where: tuple[int, int], sub: int
+    ) -> Iterator[ChangeBlock | TableReset]:
+        """A statement, for a task that follows its tables: the rows decoded so far of
+        each table it resets come first, then the reset."""
+        if self.keyed_by_column:
+            _check_chunk_key(self.keyed_by_column, schema or "", query, event)
+        try:
+            changes = table_changes(query, schema or "")
+        except DdlParseError as err:
+            raise DdlParseError(f"{event.where}: {err}") from None
+        if not changes:
+            return
+        resets = self.follow.statement(changes, where)
+        if not resets:
+            return
+        for accumulator in list(self.accumulators.values()):
+            if accumulator.table_map.name in resets and accumulator.sink.rows:
+                yield accumulator.take()
+        if self.slot != 0:
+            return  # one reset per batch: the first of the range's tasks emits it
+        for table in resets:
+            yield TableReset(
+                table, where, sub, event.timestamp, event.file, self.gtid, event.server_id
+            )
+
+    def _decodes(self, name: str, position: tuple[int, int] | None) -> bool:
+        if self.follow is None:
+            return name in self.tables
+        if position is not None:  # an XA transaction's rows, judged at its commit
+            return self.follow.state_at(name, position) != "none"
+        return self.follow.decodes(name)
 
     def _prepared_before_start(self) -> dict[str, tuple[str, int]]:
         """XA transactions prepared before ``start`` and unresolved at it: the offset
@@ -359,7 +412,7 @@ class RangeReader:
     ) -> Iterator[ChangeBlock]:
         table_id = table_id_of(event.body, fmt.post_header_len(event.type, 8))
         table_map = maps.get(table_id, event)
-        if table_map.name not in self.tables:
+        if not self._decodes(table_map.name, position):
             return
         if position is None and not self._next_unit():
             return

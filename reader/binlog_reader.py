@@ -10,6 +10,7 @@ looked at one by one, through the weight resolver.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -19,16 +20,20 @@ import pyarrow.compute as pc
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import INTEGER_TYPES, TableSchema
 from cdc_source.keys import key_from_json, needs_weight
+from cdc_source.offsets import SnapshotCursor
 from cdc_source.partitions import BinlogTask
 from cdc_source.retry import RetryPolicy
-from cdc_source.sequence import binlog_seq_array
+from cdc_source.sequence import binlog_seq, binlog_seq_array
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import ChangeBlock, RangeReader
-from reader.frontier import DELETE, INSERT, UPDATE, Ownership
+from reader.binlog_range import ChangeBlock, RangeReader, TableReset
+from reader.frontier import DELETE, INSERT, UPDATE
 from reader.key_weights import WeightResolver
 from reader.row_decoding import native_splitter
 from reader.schema_drift import server_charsets
+from reader.table_follow import ALL, Partial, TableFollow
+
+log = logging.getLogger("cdc_mysql")
 
 _OPS = np.array([INSERT, UPDATE, DELETE], dtype=object)
 _OP_INSERT, _OP_UPDATE, _OP_DELETE = 0, 1, 2
@@ -46,27 +51,26 @@ class BinlogReader:
         self.connection_kwargs = connection_kwargs
         self.connect = connect
         self.policy = policy or RetryPolicy(max_retries=0)
-        self.tables = {t.name: t for t in task.tables}
+        self.tables = {t.name: t for t in (*task.tables, *task.streamed_from_creation)}
+        self._after_keys: dict[SnapshotCursor, bytes] = {}
         self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
         self.charsets = server_charsets(lambda: connect(connection_kwargs))
 
-    def _ownership(self) -> Ownership:
-        cursor = self.task.owned_at
-        if cursor is None:
-            return Ownership(None)
-        if cursor.after is None or cursor.table not in self.tables:
-            return Ownership(cursor.table, None)
-        schema = self.tables[cursor.table]
-        (after_key,) = self.weights.sort_keys(schema, [key_from_json(schema, cursor.after)])
-        return Ownership(cursor.table, after_key)
+    def _follow(self) -> TableFollow:
+        task = self.task
+        return TableFollow.at_start(
+            [t.name for t in task.tables],
+            task.owned_at,
+            task.added,
+            frozenset(t.name for t in task.streamed_from_creation),
+        )
 
     def batches(self, writer: ArrowWriter) -> Iterator[pa.RecordBatch]:
         try:
-            ownership = self._ownership()
+            follow = self._follow()
             # Tables the stream owns nothing of yet are skipped before their rows are
             # decoded: the snapshot will read them later as of a later position.
-            owned = {name for name in self.tables if ownership.may_own(name)}
-            if not owned:
+            if not follow.may_decode():
                 return
             reader = RangeReader(
                 DumpSource(
@@ -78,7 +82,7 @@ class BinlogReader:
                 ),
                 self.task.start,
                 self.task.end,
-                owned,
+                set(self.tables),
                 stride=self.task.stride,
                 slot=self.task.slot,
                 decoder=self.task.decoder,
@@ -86,25 +90,55 @@ class BinlogReader:
                 keyed_by_column={
                     name: (schema.primary_key[0], schema.key_indexes)
                     for name, schema in self.tables.items()
-                    if schema.declared_key and name in owned
+                    if schema.declared_key
                 },
+                follow=follow,
             )
             for block in reader.blocks():
-                yield from self._emit(writer, ownership, block)
+                if isinstance(block, TableReset):
+                    yield from self._reset(writer, block)
+                else:
+                    yield from self._emit(writer, follow, block)
         finally:
             self.weights.close()
 
+    def _reset(self, writer: ArrowWriter, reset: TableReset) -> Iterator[pa.RecordBatch]:
+        """A ``t`` row where a statement removed the table's rows without row events."""
+        schema = self.tables.get(reset.table) or _placeholder(reset.table)
+        file_number, end_pos = reset.where
+        seq = binlog_seq(file_number, end_pos, 0, 0, reset.sub, self.task.start.epoch)
+        ts_ms = reset.timestamp * 1000
+        log.info(
+            "%s: a statement at %s:%d removed its rows without row events: emitted 't' "
+            "(table reset)",
+            reset.table,
+            reset.file,
+            end_pos,
+        )
+        origins = None
+        if writer.metadata:
+            origins = RowOrigins(
+                pa.array([ts_ms], pa.int64()),
+                pa.array([reset.file], pa.string()),
+                pa.array([end_pos], pa.int64()),
+                pa.array([reset.gtid], pa.string()),
+                pa.array([reset.server_id], pa.int64()),
+                pa.array([0], pa.int64()),
+            )
+        yield from writer.batches([Emitted(schema, "t", None, None, seq, ts_ms)], origins)
+
     def _emit(
-        self, writer: ArrowWriter, ownership: Ownership, block: ChangeBlock
+        self, writer: ArrowWriter, follow: TableFollow, block: ChangeBlock
     ) -> Iterator[pa.RecordBatch]:
-        schema = self.tables[block.table]
+        schema = self.tables.get(block.table) or _placeholder(block.table)
         images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
         types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
         has_after = block.rows.has_after.to_numpy(zero_copy_only=False)
         update = has_before & has_after
         same = self._same_key(schema, images, update)
-        owned_before, owned_after = self._owned(ownership, schema, images, has_before, has_after)
+        state = follow.state_at(schema.name, (int(block.file_number[0]), int(block.end_pos[0])))
+        owned_before, owned_after = self._owned(state, schema, images, has_before, has_after)
         emit_u = update & same & owned_before
         emit_d = has_before & ~(update & same) & owned_before
         emit_c = has_after & ~(update & same) & owned_after
@@ -200,20 +234,22 @@ class BinlogReader:
 
     def _owned(
         self,
-        ownership: Ownership,
+        state,
         schema: TableSchema,
         images: ImageColumns,
         has_before: np.ndarray,
         has_after: np.ndarray,
     ):
-        table = schema.name
-        if ownership.table is None or table < ownership.table:
+        """Which before and after images the stream owns: all, none, or (a table being
+        snapshotted) those whose key is at most the snapshot cursor's ``after``."""
+        if state == ALL:
             return has_before.copy(), has_after.copy()
-        if table > ownership.table or ownership.after_key is None:
+        if not isinstance(state, Partial):
             return np.zeros_like(has_before), np.zeros_like(has_after)
+        cursor = state.cursor
         key_columns = schema.key_columns
         if len(key_columns) == 1 and key_columns[0].data_type in INTEGER_TYPES:
-            (after,) = key_from_json(schema, self.task.owned_at.after)
+            (after,) = key_from_json(schema, cursor.after)
             result = []
             for side, present in (("before", has_before), ("after", has_after)):
                 values = images.raw(side, key_columns[0].name)
@@ -221,17 +257,29 @@ class BinlogReader:
                 owned = pc.fill_null(pc.less_equal(values, bound), False)
                 result.append(owned.to_numpy(zero_copy_only=False) & present)
             return result[0], result[1]
+        after_key = self._after_key(schema, cursor)
         keys_b = images.key_tuples("before")
         keys_a = images.key_tuples("after")
         sort_b = self.weights.optional_sort_keys(schema, keys_b)
         sort_a = self.weights.optional_sort_keys(schema, keys_a)
-        owned_b = np.array(
-            [ownership.owns(table, k) if k is not None else False for k in sort_b], dtype=bool
-        )
-        owned_a = np.array(
-            [ownership.owns(table, k) if k is not None else False for k in sort_a], dtype=bool
-        )
+        owned_b = np.array([k is not None and k <= after_key for k in sort_b], dtype=bool)
+        owned_a = np.array([k is not None and k <= after_key for k in sort_a], dtype=bool)
         return owned_b, owned_a
+
+    def _after_key(self, schema: TableSchema, cursor: SnapshotCursor) -> bytes:
+        """The sort bytes of a snapshot cursor's ``after`` (the server's collation order)."""
+        cached = self._after_keys.get(cursor)
+        if cached is None:
+            (cached,) = self.weights.sort_keys(schema, [key_from_json(schema, cursor.after)])
+            self._after_keys[cursor] = cached
+        return cached
+
+
+def _placeholder(name: str) -> TableSchema:
+    """A table the driver could not read (created and dropped within the batch's range):
+    its rows carry the columns of their own events (envelope output)."""
+    database, table = name.split(".", 1)
+    return TableSchema(database=database, table=table, columns=(), primary_key=())
 
 
 def _origins(block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array) -> RowOrigins:

@@ -30,7 +30,7 @@ from cdc_source.sequence import snapshot_seq_prefix
 from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import RangeReader
+from reader.binlog_range import RangeReader, TableReset
 from reader.frontier import READ
 from reader.key_columns import snapshot_seq_column, sort_key_reader
 from reader.key_weights import WeightResolver
@@ -46,6 +46,7 @@ from reader.normalize import (
 from reader.row_decoding import native_splitter
 from reader.schema_drift import SchemaChangedError, server_charsets, shape_changes
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
+from reader.table_follow import ALL, TableFollow
 
 
 class SnapshotVisibilityError(RuntimeError):
@@ -204,11 +205,12 @@ class ChunkReader:
             SameServer("a snapshot task", self.task.server).check(conn)
             conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             q = open_snapshot(conn, self.task)
-            chunks = self._as_tables_are_now(chunks, writer)
-            overrides = self._overrides(q, writer, chunks)
+            chunks, gone = self._as_tables_are_now(chunks, writer)
+            overrides, reset = self._overrides(q, writer, chunks, gone)
             for index, (chunk, chunk_overrides) in enumerate(zip(chunks, overrides), first):
-                for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):
-                    yield index, batch
+                if chunk.table.name not in gone | reset:
+                    for batch in self._chunk_batches(conn, chunk, chunk_overrides, writer):
+                        yield index, batch
                 yield index, None
             conn.execute("COMMIT")
         finally:
@@ -221,15 +223,24 @@ class ChunkReader:
         snapshot opened: a later ALTER that rebuilds the table makes the snapshot's reads
         fail with ER_TABLE_DEF_CHANGED, and this task is run again). Typed output stops at
         a table altered since the query read its schema; the envelope reads the table as
-        it is, so its rows carry the columns they have (a changed key stops both)."""
+        it is, so its rows carry the columns they have (a changed key stops both).
+
+        A table that is gone (dropped or renamed away after the batch's position: the
+        driver plans no chunk of a table gone before it) is read as no rows: the stream
+        emits its reset (``t``) at the statement, after every row this chunk could give,
+        in a later batch. Returns the chunks and the names of the tables gone."""
         conn = self.connect(self.connection_kwargs)
         try:
             shapes = {c.table.name: current_shape(conn, c.table) for c in chunks}
         finally:
             conn.close()
         result = []
+        gone = {name for name, now in shapes.items() if not now.columns}
         for chunk in chunks:
             now = shapes[chunk.table.name]
+            if chunk.table.name in gone:
+                result.append(chunk)
+                continue
             differences = shape_changes(chunk.table, now)
             if not differences:
                 result.append(chunk)
@@ -251,21 +262,30 @@ class ChunkReader:
                         "schema"
                     )
                 )
-        return tuple(result)
+        return tuple(result), gone
 
     def _bounds(self, chunk: ChunkSpec) -> tuple[bytes | None, bytes | None]:
         lo, hi = self.weights.optional_sort_keys(chunk.table, [chunk.lo, chunk.hi])
         return lo, hi
 
     def _overrides(
-        self, q: BinlogPosition, writer: ArrowWriter, chunks: tuple[ChunkSpec, ...]
-    ) -> list[dict]:
+        self,
+        q: BinlogPosition,
+        writer: ArrowWriter,
+        chunks: tuple[ChunkSpec, ...],
+        gone: set[str],
+    ) -> tuple[list[dict], set[str]]:
+        """Per chunk, the states at the target P of the keys touched between P and the
+        snapshot's Q; and the tables a statement after P reset (DROP, TRUNCATE, RENAME
+        away), whose chunks are read as no rows: the stream emits that reset after them,
+        in a later batch. A reset between Q and an earlier P is still an error."""
         target = self.task.target
         if q.coordinates == target.coordinates:
-            return [{} for _ in chunks]
+            return [{} for _ in chunks], set()
         undo = q.coordinates > target.coordinates
         start, end = (target, q) if undo else (q, target)
-        tables = {c.table.name: c.table for c in chunks}
+        tables = {c.table.name: c.table for c in chunks if c.table.name not in gone}
+        follow = TableFollow({name: ALL for name in tables}) if undo else None
         keyed: dict[str, list[KeyedChange]] = {name: [] for name in tables}
         reader = RangeReader(
             DumpSource(
@@ -279,9 +299,14 @@ class ChunkReader:
             end,
             set(tables),
             decoder=self.task.decoder,
+            follow=follow,
         )
         positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
+        reset: set[str] = set()
         for block in reader.blocks():
+            if isinstance(block, TableReset):
+                reset.add(block.table)
+                continue
             schema = tables[block.table]
             images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
             befores = images.python_images("before")
@@ -300,9 +325,12 @@ class ChunkReader:
         result = []
         build = undo_overrides if undo else redo_overrides
         for chunk in chunks:
+            if chunk.table.name not in tables:
+                result.append({})
+                continue
             lo, hi = self._bounds(chunk)
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
-        return result
+        return result, reset
 
     def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[pa.Array]]:
         """The SELECT's columns (the server's text), ``fetch_size`` rows at a time."""

@@ -22,16 +22,21 @@ class BatchRecord:
     error: str | None = None
 
     @property
-    def table(self) -> str | None:
-        if self.offset is None or self.offset.snapshot is None:
+    def cursor(self):
+        """The snapshot cursor of the batch: the first snapshot's, else a joining table's."""
+        if self.offset is None:
             return None
-        return self.offset.snapshot.table
+        return self.offset.snapshot or self.offset.added
+
+    @property
+    def table(self) -> str | None:
+        return None if self.cursor is None else self.cursor.table
 
     @property
     def after(self) -> list | None:
-        if self.offset is None or self.offset.snapshot is None:
+        if self.cursor is None:
             return None
-        after = self.offset.snapshot.after
+        after = self.cursor.after
         return None if after is None else list(after)
 
     @property

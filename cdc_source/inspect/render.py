@@ -38,7 +38,7 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[s
 
 def _batch_row(record: BatchRecord) -> list[str]:
     table, frontier = "-", "-"
-    if record.phase == "snapshot":
+    if record.cursor is not None:  # the first snapshot's, or a joining table's
         table, frontier = record.table or "-", frontier_text(record.after)
     elif record.phase == "invalid":
         frontier = record.error or ""
@@ -65,6 +65,10 @@ def _phase_text(summary: Summary) -> str:
             batch += " (not committed)"
     if offset.snapshot is None:
         how = "hand-over done" if summary.snapshot_seen else "no snapshot in the log"
+        if offset.added is not None:
+            added = offset.added
+            done = frontier_text(None if added.after is None else list(added.after))
+            how += f"; snapshot of joining table {added.table} after {done}"
         return f"stream ({how}) {where}, {batch}"
     after = frontier_text(None if offset.snapshot.after is None else list(offset.snapshot.after))
     return f"snapshot of {offset.snapshot.table} after {after} {where}, {batch}"
@@ -227,6 +231,7 @@ def _summary_json(summary: Summary) -> dict[str, Any]:
         "offset_batch": summary.offset_batch,
         "binlog": binlog_json(None if offset is None else offset.binlog),
         "snapshot": None if cursor is None else cursor.to_json_obj(),
+        "added": None if offset is None or offset.added is None else offset.added.to_json_obj(),
         "tables_done": list(summary.tables_done),
         "tables_pending": list(summary.tables_pending),
         "tables_from": summary.tables_from,

@@ -67,6 +67,7 @@ KEY_KINDS = {
 }
 
 
+@pytest.mark.one_decoder  # chunk boundaries are the server's and the driver's
 @pytest.mark.parametrize("kind", sorted(KEY_KINDS))
 def test_chunks_hold_the_chunk_size_whatever_the_key_kind_or_distribution(server, kind):
     database = server.fresh_database(f"chunks_{kind}")

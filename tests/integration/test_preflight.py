@@ -11,6 +11,8 @@ import pytest
 from cdc_source.embedded_server import EmbeddedServer
 from tests.integration.streams import StreamRun, source_offsets
 
+ONE_DECODER = True  # preflight checks run before any row is decoded
+
 SECRET = "pw-Do-Not-Leak-7731"
 
 

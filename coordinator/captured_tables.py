@@ -1,0 +1,210 @@
+"""The driver's view of which tables a running capture owns at each offset
+(:mod:`coordinator.table_set`): found from the offset alone when a run starts, carried
+from batch to batch through the statements of each range (:mod:`coordinator.ddl_scan`),
+with the schemas of tables that joined read from the catalog when they appear."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from cdc_source.binlog.ddl import TableChange
+from cdc_source.catalog import TableSchema
+from cdc_source.offsets import (
+    BinlogPosition,
+    SourceOffset,
+    legacy_fingerprint,
+    table_fingerprint,
+)
+from cdc_source.options import SourceOptions
+from coordinator.ddl_scan import DdlScan
+from coordinator.table_set import (
+    MAX_DIFFERENCE,
+    Membership,
+    RangeEffect,
+    TableSetError,
+    explain_difference,
+    tables_at,
+)
+
+log = logging.getLogger("cdc_mysql")
+
+Session = Callable[[Callable], object]  # runs a function on the driver's connection
+_KEPT = 8  # memberships remembered: the batches in flight and their starts
+
+
+def _key(offset: SourceOffset) -> tuple:
+    position = None if offset.binlog is None else (offset.binlog.epoch, *offset.binlog.coordinates)
+    return (position, offset.snapshot, offset.added, offset.tables)
+
+
+class CapturedTables:
+    def __init__(
+        self,
+        options: SourceOptions,
+        tables: list[TableSchema],
+        session: Session,
+        ddl: DdlScan,
+        typed: bool,
+    ) -> None:
+        self.options = options
+        self.schemas = {t.name: t for t in tables}
+        self.matching_at_start = frozenset(self.schemas)
+        self._session = session
+        self.ddl = ddl
+        self.typed = typed
+        self._memberships: dict[tuple, Membership] = {}
+
+    def matches(self, name: str) -> bool:
+        database, _, table = name.partition(".")
+        return self.options.matches(database, table)
+
+    # -- schemas ---------------------------------------------------------------------------
+    def schema(self, name: str) -> TableSchema:
+        """The table's schema as read when it joined (a table gone before it could be read
+        gets one without columns: its rows carry their events' columns)."""
+        schema = self.schemas.get(name)
+        if schema is None:
+            database, _, table = name.partition(".")
+            schema = TableSchema(database=database, table=table, columns=(), primary_key=())
+        return schema
+
+    def _read_schemas(self, names: set[str]) -> None:
+        """Read the schemas of tables that joined (those that exist now), checked as the
+        preflight checks the tables of a new query."""
+        wanted = {n for n in names if n not in self.schemas}
+        if not wanted:
+            return
+        from cdc_source.chunk_key import with_chunk_keys
+        from cdc_source.preflight import read_schemas, table_problems
+
+        def read(conn) -> list[TableSchema]:
+            found = read_schemas(conn, lambda db, t: f"{db}.{t}" in wanted)
+            found, key_problems = with_chunk_keys(conn, found, self.options.chunk_keys)
+            problems = table_problems(found, key_problems)
+            if problems:
+                raise TableSetError(
+                    "a table joined the capture that cdc-mysql cannot capture: "
+                    + "; ".join(problems)
+                )
+            return found
+
+        for schema in self._session(read):
+            self.schemas[schema.name] = schema
+
+    # -- memberships ---------------------------------------------------------------------
+    def remember(self, offset: SourceOffset, membership: Membership) -> None:
+        self._memberships[_key(offset)] = membership
+        while len(self._memberships) > _KEPT:
+            self._memberships.pop(next(iter(self._memberships)))
+
+    def remembered(self, offset: SourceOffset) -> Membership | None:
+        """The tables at ``offset`` if this run planned it or found them."""
+        return self._memberships.get(_key(offset))
+
+    def at(self, offset: SourceOffset) -> Membership:
+        """The tables at ``offset``: remembered from planning, else found again."""
+        known = self._memberships.get(_key(offset))
+        if known is None:
+            known = self._find(offset)
+            self.remember(offset, known)
+        return known
+
+    def after(
+        self, start: SourceOffset, end: BinlogPosition | None
+    ) -> tuple[Membership, RangeEffect, tuple[TableChange, ...]]:
+        """The tables at the end of the range ``(start, end]``, what the range's
+        statements did, and the statements."""
+        membership = self.at(start)
+        if start.binlog is None or end is None:
+            return membership, RangeEffect(), ()
+        changes = tuple(p.change for p in self.ddl.changes(start.binlog, end))
+        after, effect = membership.apply(changes, start.snapshot, self.matches)
+        self._check_typed(after)
+        if effect.joined:
+            self._read_schemas(set(effect.joined))
+        return after, effect, changes
+
+    def log_effect(self, effect: RangeEffect, end: BinlogPosition) -> None:
+        for name in effect.left:
+            log.info("%s is no longer captured: dropped or renamed before %s", name, end)
+        for name in effect.joined:
+            log.info("%s joined the capture (created or renamed before %s)", name, end)
+
+    def _check_typed(self, membership: Membership) -> None:
+        if not self.typed:
+            return
+        (only,) = self.matching_at_start
+        others = sorted(membership.names - {only})
+        if others:
+            raise TableSetError(
+                f"'table-name' now also matches {', '.join(others)}, but this query's typed "
+                f"output is the columns of {only} alone. Narrow 'table-name' to {only}, or "
+                "start a new query whose 'table-name' matches every table to capture (the "
+                "envelope output, which tables can join)"
+            )
+
+    # -- a restarted driver --------------------------------------------------------------
+    def _find(self, offset: SourceOffset) -> Membership:
+        """The tables at an offset this run did not plan (the first batch of a run)."""
+        added = offset.added.table if offset.added is not None else None
+        now = set(self.matching_at_start)
+        if len(offset.tables) == 8:  # an offset written before tables could join
+            if offset.tables != legacy_fingerprint(sorted(now)):
+                raise TableSetError(
+                    "the tables matched by 'database-name'/'table-name' are not the ones this "
+                    f"checkpoint captured (now: {', '.join(sorted(now))}), and it was written "
+                    "by a version that cannot tell which differ. Restore the tables and options "
+                    "for one batch, or start a new query with a new checkpoint location"
+                )
+            return Membership(frozenset(now))
+        guess = now - {added} if added else now
+        if offset.binlog is None or table_fingerprint(guess) == offset.tables:
+            return Membership(frozenset(guess), (), added)
+        return self._explain(offset, added)
+
+    def _explain(self, offset: SourceOffset, added: str | None) -> Membership:
+        """Tables at the offset's position: the server's tables now with the statements
+        since undone, checked against the offset's fingerprint; a difference of up to
+        three tables (a widened or narrowed pattern, tables waiting for a snapshot) is
+        found by its hash sum."""
+        from cdc_source.mysql_client import read_head
+
+        position = offset.binlog
+        head = self._session(read_head)
+        head_position = BinlogPosition(head[0], head[1])
+        server_now = self._session(_all_tables)
+        changes = [p.change for p in self.ddl.changes(position, head_position)]
+        then = tables_at(server_now, changes)
+        matching = {n for n in then if self.matches(n)}
+        guess = matching - {added}
+        # A CREATE ... IF NOT EXISTS of a table that was there is undone above as if it
+        # had not been: such names may be on either side.
+        created = {c.table for c in changes if c.kind in ("create", "populate")}
+        others = (then | (created & server_now)) - matching - {added}
+        found = explain_difference(offset.tables, guess, others)
+        if found is None:
+            raise TableSetError(
+                f"cannot tell which of the tables matching 'database-name'/'table-name' at "
+                f"{position} this checkpoint captured: more than {MAX_DIFFERENCE} tables differ "
+                f"from its set (matching now: {len(self.matching_at_start)} tables), or tables "
+                "were dropped with their database. Change 'table-name' by at most "
+                f"{MAX_DIFFERENCE} tables a run, or start a new query with a new checkpoint "
+                "location"
+            )
+        waiting, extra = found
+        kept = {n for n in extra if self.matches(n)}  # re-created with IF NOT EXISTS
+        for name in sorted(extra - kept):
+            log.info("%s is no longer matched by 'table-name': no longer captured", name)
+        for name in sorted(waiting):
+            log.info("%s joins the capture: snapshotted while the other tables stream", name)
+        return Membership(frozenset((guess - waiting) | kept), tuple(sorted(waiting)), added)
+
+
+def _all_tables(conn) -> set[str]:
+    """Every base table on the server, as 'db.table'."""
+    from cdc_source.catalog import _TABLES_SQL, _as_str
+
+    with conn.cursor() as cur:
+        cur.execute(_TABLES_SQL)
+        return {f"{_as_str(row[0])}.{_as_str(row[1])}" for row in cur.fetchall()}

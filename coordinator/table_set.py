@@ -1,0 +1,248 @@
+"""Which tables a running capture owns as tables are created, dropped and renamed, or
+``table-name`` is changed between runs (issue 9 item 4).
+
+A query's tables at an offset are three disjoint sets of ``db.table`` names:
+
+- ``owned``: the tables whose changes the stream owns by the main snapshot cursor's rule
+  (all of them once the hand-over is done). Their fingerprint is the offset's
+  ``tables`` (:func:`cdc_source.offsets.table_fingerprint`).
+- ``added``: at most one table that joined the capture with rows it already had (renamed
+  into the pattern's reach, matched by a widened pattern, or whose partition was dropped
+  or truncated), snapshotted on its own while the others stream: the offset's
+  ``added`` cursor.
+- ``pending``: tables waiting for that snapshot, one after another, by name.
+
+How statements move tables between them (:meth:`Membership.apply`, in binlog order):
+
+- ``CREATE TABLE`` of a matching name: the table has no row before the statement, so it
+  needs no snapshot. If the main cursor has passed its name it is streamed from the
+  statement on (the binlog tasks are told: ``streamed_from_creation``); else the main
+  snapshot reads it in its turn.
+- ``DROP TABLE``, ``RENAME`` away, ``DROP DATABASE``: the table leaves (its binlog task
+  emits a ``t`` row where the statement is, when the stream owned any of it).
+- ``RENAME`` to a matching name: its rows are older than the statement, so it waits for
+  an added snapshot (``pending``), unless the main snapshot has yet to reach its name.
+- ``TRUNCATE``: no change of the sets; the binlog task emits ``t``.
+- ``ALTER TABLE ... DROP/TRUNCATE PARTITION`` of a table the stream owns entirely: it is
+  snapshotted again (``pending``; the binlog task emits ``t``). Of a table whose snapshot
+  is under way it is an error, as it was before.
+
+A restarted driver knows only the offset: the position P, the fingerprint of ``owned``
+and the ``added`` cursor. It rebuilds the sets from the server's tables now and the
+statements written since P (:func:`tables_at`), then checks them against the
+fingerprint; a difference of up to three tables (a pattern widened or narrowed, tables
+pending) is found by its hash sum (:func:`explain_difference`), anything else is a
+clear error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+
+from cdc_source.binlog.ddl import TableChange
+from cdc_source.offsets import FINGERPRINT_MASK, SnapshotCursor, table_fingerprint, table_hash
+
+Matches = Callable[[str], bool]  # whether a 'db.table' name matches table-name
+MAX_DIFFERENCE = 3
+
+
+class TableSetError(RuntimeError):
+    """The tables of a running capture cannot follow a statement or a restart."""
+
+
+def fully_owned(name: str, cursor: SnapshotCursor | None) -> bool:
+    """Whether the main snapshot cursor gives the stream all of table ``name``."""
+    return cursor is None or name < cursor.table
+
+
+def partly_owned(name: str, cursor: SnapshotCursor | None) -> bool:
+    return cursor is not None and name == cursor.table and cursor.after is not None
+
+
+@dataclass(frozen=True)
+class RangeEffect:
+    """What the statements of one batch range do, for the driver's planning and tasks."""
+
+    streamed_from_creation: frozenset[str] = frozenset()  # binlog tasks stream from CREATE
+    restart_cursor_table: bool = False  # the main cursor's table was dropped (and maybe remade)
+    left: tuple[str, ...] = ()  # tables no longer captured (dropped, renamed away)
+    joined: tuple[str, ...] = ()  # tables that joined (created, renamed in)
+
+
+@dataclass(frozen=True)
+class Membership:
+    owned: frozenset[str]
+    pending: tuple[str, ...] = ()
+    added: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return table_fingerprint(self.owned)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every table the query captures or will."""
+        extra = {self.added} if self.added else set()
+        return self.owned | set(self.pending) | extra
+
+    def apply(
+        self,
+        changes: Iterable[TableChange],
+        cursor: SnapshotCursor | None,
+        matches: Matches,
+    ) -> tuple[Membership, RangeEffect]:
+        """The sets after ``changes`` (a batch range's statements, in binlog order), with
+        the main snapshot ``cursor`` at the range's start."""
+        state = _Sets(set(self.owned), set(self.pending), self.added)
+        for change in changes:
+            state.apply(change, cursor, matches)
+        after = Membership(frozenset(state.owned), tuple(sorted(state.pending)), state.added)
+        effect = RangeEffect(
+            frozenset(state.streamed),
+            state.restart_cursor,
+            tuple(sorted(self.names - after.names)),
+            tuple(sorted(after.names - self.names)),
+        )
+        return after, effect
+
+    def next_added(self) -> Membership:
+        """The first pending table becomes the added snapshot (when none is under way)."""
+        if self.added is not None or not self.pending:
+            return self
+        return replace(self, pending=self.pending[1:], added=self.pending[0])
+
+    def finish_added(self) -> Membership:
+        """The added table's snapshot is done: the stream owns it entirely."""
+        if self.added is None:
+            return self
+        return replace(self, owned=self.owned | {self.added}, added=None)
+
+    def without(self, names: Iterable[str]) -> Membership:
+        gone = set(names)
+        return Membership(
+            self.owned - gone,
+            tuple(n for n in self.pending if n not in gone),
+            None if self.added in gone else self.added,
+        )
+
+
+@dataclass
+class _Sets:
+    owned: set[str]
+    pending: set[str]
+    added: str | None
+    streamed: set[str] = field(default_factory=set)
+    restart_cursor: bool = False
+
+    def has(self, name: str) -> bool:
+        return name in self.owned or name in self.pending or name == self.added
+
+    def remove(self, name: str, cursor: SnapshotCursor | None) -> None:
+        self.owned.discard(name)
+        self.pending.discard(name)
+        self.streamed.discard(name)
+        if name == self.added:
+            self.added = None
+        if cursor is not None and name == cursor.table:
+            self.restart_cursor = True
+
+    def join(self, name: str, cursor: SnapshotCursor | None, has_rows: bool) -> None:
+        if fully_owned(name, cursor):
+            if has_rows:
+                self.pending.add(name)
+            else:
+                self.owned.add(name)
+                self.streamed.add(name)
+        else:
+            self.owned.add(name)  # the main snapshot reads it in its turn
+
+    def apply(self, change: TableChange, cursor: SnapshotCursor | None, matches: Matches) -> None:
+        kind, name = change.kind, change.table
+        if kind == "create":
+            if matches(name) and not self.has(name):
+                self.join(name, cursor, has_rows=False)
+        elif kind == "populate":  # appears with rows of its own: snapshotted
+            if matches(name) and not self.has(name):
+                self.join(name, cursor, has_rows=True)
+        elif kind == "drop":
+            self.remove(name, cursor)
+        elif kind == "drop_database":
+            for table in [t for t in (*self.owned, *self.pending, self.added) if t]:
+                if table.split(".", 1)[0] == name:
+                    self.remove(table, cursor)
+        elif kind == "rename":
+            self.remove(name, cursor)
+            target = change.new_name or ""
+            if matches(target) and not self.has(target):
+                self.join(target, cursor, has_rows=True)
+        elif kind == "partition":
+            if name in self.owned and (fully_owned(name, cursor) or name in self.streamed):
+                self.owned.discard(name)
+                self.streamed.discard(name)
+                self.pending.add(name)
+            elif partly_owned(name, cursor) or name == self.added:
+                raise TableSetError(
+                    f"{name}: a partition was dropped or truncated while the table is being "
+                    "snapshotted, which removes rows without row events; restart the query "
+                    "once the snapshot is done, or start a new query"
+                )
+        # truncate: the sets stay; the binlog task emits the reset.
+
+
+# -- a restarted driver ------------------------------------------------------------------
+
+
+def tables_at(now: Iterable[str], changes_since: Iterable[TableChange]) -> set[str]:
+    """The server's tables at a position P, from those it has now and the statements
+    written since P (undone from the last): a name created or renamed in since was not
+    there, a name dropped or renamed away was. (Tables dropped with their database are
+    not named in the statement, so they cannot be brought back here.)"""
+    tables = set(now)
+    for change in reversed(list(changes_since)):
+        if change.kind in ("create", "populate"):
+            tables.discard(change.table)
+        elif change.kind == "drop":
+            tables.add(change.table)
+        elif change.kind == "rename":
+            tables.discard(change.new_name or "")
+            tables.add(change.table)
+    return tables
+
+
+def explain_difference(
+    fingerprint: str, guess: set[str], others: set[str], limit: int = MAX_DIFFERENCE
+) -> tuple[set[str], set[str]] | None:
+    """The owned set whose fingerprint is ``fingerprint``, as ``guess`` minus ``out``
+    plus ``in_`` (``in_`` taken from ``others``), with at most ``limit`` tables moved:
+    ``(out, in_)``, or None when no such move, or more than one, gives it. Meet in the
+    middle over signed hashes: a sum of up to ``limit`` terms is found among the sums
+    of up to ``limit // 2`` and the rest."""
+    target = (int(fingerprint, 16) - int(table_fingerprint(guess), 16)) & FINGERPRINT_MASK
+    if target == 0:
+        return set(), set()
+    terms = [((-table_hash(n)) & FINGERPRINT_MASK, n, -1) for n in sorted(guess)]
+    terms += [(table_hash(n), n, 1) for n in sorted(others - guess)]
+    small = limit // 2
+    sums: dict[int, list[tuple[int, ...]]] = {}
+    for size in range(small + 1):
+        for combo in combinations(range(len(terms)), size):
+            total = sum(terms[i][0] for i in combo) & FINGERPRINT_MASK
+            sums.setdefault(total, []).append(combo)
+    found: set[tuple[int, ...]] = set()
+    for size in range(limit - small + 1):
+        for combo in combinations(range(len(terms)), size):
+            rest = (target - sum(terms[i][0] for i in combo)) & FINGERPRINT_MASK
+            for other in sums.get(rest, ()):
+                both = set(combo) | set(other)
+                if len(both) == len(combo) + len(other) and len(both) <= limit:
+                    found.add(tuple(sorted(both)))
+        if len(found) > 1:
+            return None
+    if len(found) != 1:
+        return None
+    (chosen,) = found
+    out = {terms[i][1] for i in chosen if terms[i][2] < 0}
+    in_ = {terms[i][1] for i in chosen if terms[i][2] > 0}
+    return out, in_

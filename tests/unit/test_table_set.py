@@ -1,0 +1,168 @@
+"""The captured table set through statements and restarts (coordinator.table_set), and a
+binlog task's ownership along its range (reader.table_follow)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_source.binlog.ddl import TableChange
+from cdc_source.offsets import SnapshotCursor, SourceOffset, same_progress, table_fingerprint
+from coordinator.table_set import (
+    Membership,
+    TableSetError,
+    explain_difference,
+    tables_at,
+)
+from reader.table_follow import ALL, NONE, Partial, TableFollow, UnloggedRowChangeError
+
+
+def matches(name: str) -> bool:
+    return name.startswith("db.t_")
+
+
+def create(name):
+    return TableChange("create", name)
+
+
+def drop(name):
+    return TableChange("drop", name)
+
+
+def rename(a, b):
+    return TableChange("rename", a, b)
+
+
+def test_a_created_table_is_streamed_from_its_create_after_the_hand_over():
+    after, effect = Membership(frozenset({"db.t_a"})).apply([create("db.t_b")], None, matches)
+    assert after.owned == {"db.t_a", "db.t_b"} and not after.pending
+    assert effect.streamed_from_creation == {"db.t_b"} and effect.joined == ("db.t_b",)
+
+
+def test_a_created_table_the_main_snapshot_has_not_reached_waits_for_its_turn():
+    cursor = SnapshotCursor("db.t_m", (5,))
+    after, effect = Membership(frozenset({"db.t_a", "db.t_m"})).apply(
+        [create("db.t_z"), create("db.t_b")], cursor, matches
+    )
+    assert after.owned == {"db.t_a", "db.t_m", "db.t_z", "db.t_b"}
+    assert effect.streamed_from_creation == {"db.t_b"}  # t_z is snapshotted in its turn
+
+
+def test_a_table_created_that_does_not_match_is_ignored():
+    after, effect = Membership(frozenset({"db.t_a"})).apply([create("db.x")], None, matches)
+    assert after == Membership(frozenset({"db.t_a"})) and not effect.joined
+
+
+def test_a_table_renamed_in_waits_for_an_added_snapshot_and_the_old_name_leaves():
+    start = Membership(frozenset({"db.t_a", "db.t_b"}))
+    after, effect = start.apply([rename("db.x", "db.t_c"), rename("db.t_b", "db.y")], None, matches)
+    assert after.owned == {"db.t_a"} and after.pending == ("db.t_c",)
+    assert effect.left == ("db.t_b",) and effect.joined == ("db.t_c",)
+    assert after.next_added().added == "db.t_c"
+    assert after.next_added().finish_added().owned == {"db.t_a", "db.t_c"}
+
+
+def test_a_table_converted_from_a_partition_is_snapshotted_not_streamed():
+    start = Membership(frozenset({"db.t_a"}))
+    after, effect = start.apply([TableChange("populate", "db.t_p")], None, matches)
+    assert after.pending == ("db.t_p",) and not effect.streamed_from_creation
+    follow = TableFollow.at_start(["db.t_a"], None, None)
+    follow.statement((TableChange("populate", "db.t_p"),), (1, 5))
+    assert not follow.decodes("db.t_p")
+
+
+def test_a_joining_table_at_an_idle_binlog_is_a_new_offset():
+    """A pending table snapshotted in one batch at an unmoved position changes only the
+    fingerprint: still progress, or the snapshot would wait for the next binlog write."""
+    position = {"binlog": None, "snapshot": None}
+    before = SourceOffset(**position, tables=table_fingerprint({"db.t_a"}))
+    after = SourceOffset(**position, tables=table_fingerprint({"db.t_a", "db.t_p"}))
+    assert not same_progress(before, after)
+
+
+def test_dropping_the_main_snapshots_table_restarts_the_cursor():
+    cursor = SnapshotCursor("db.t_m", (5,))
+    start = Membership(frozenset({"db.t_a", "db.t_m", "db.t_z"}))
+    after, effect = start.apply([drop("db.t_m")], cursor, matches)
+    assert effect.restart_cursor_table and after.owned == {"db.t_a", "db.t_z"}
+
+
+def test_drop_database_removes_its_tables_and_the_added_one():
+    start = Membership(frozenset({"db.t_a", "other.t_b"}), ("db.t_p",), "db.t_q")
+    after, _ = start.apply([TableChange("drop_database", "db")], None, lambda n: True)
+    assert after == Membership(frozenset({"other.t_b"}))
+
+
+def test_a_partition_drop_snapshots_an_owned_table_again_and_refuses_one_in_its_snapshot():
+    start = Membership(frozenset({"db.t_a", "db.t_m"}))
+    cursor = SnapshotCursor("db.t_m", (5,))
+    after, _ = start.apply([TableChange("partition", "db.t_a")], cursor, matches)
+    assert after.owned == {"db.t_m"} and after.pending == ("db.t_a",)
+    with pytest.raises(TableSetError):
+        start.apply([TableChange("partition", "db.t_m")], cursor, matches)
+
+
+def test_tables_at_undoes_the_statements_since():
+    now = {"db.t_a", "db.t_c", "db.t_new"}
+    changes = [drop("db.t_b"), create("db.t_new"), rename("db.t_old", "db.t_c")]
+    assert tables_at(now, changes) == {"db.t_a", "db.t_b", "db.t_old"}
+
+
+names = st.sets(st.from_regex(r"db\.t_[a-z]{1,6}", fullmatch=True), min_size=0, max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(names, names, st.data())
+def test_a_difference_of_up_to_three_tables_is_found_exactly(owned, extra, data):
+    """The checkpoint owned ``owned``; a restart guesses the tables matching now: some
+    it owned no longer match (``in_``, among the server's other tables), some match now
+    that it did not own (``out``: they wait for a snapshot)."""
+    extra -= owned
+    in_ = data.draw(st.sets(st.sampled_from(sorted(owned)), max_size=3)) if owned else set()
+    room = 3 - len(in_)
+    out = data.draw(st.sets(st.sampled_from(sorted(extra)), max_size=room)) if extra else set()
+    guess = (owned - in_) | out
+    others = in_ | (extra - out)
+    assert explain_difference(table_fingerprint(owned), guess, others) == (out, in_)
+
+
+def test_a_difference_of_more_than_three_tables_is_not_guessed():
+    owned = {f"db.t_{i}" for i in range(10)}
+    guess = owned | {f"db.t_new{i}" for i in range(4)}
+    assert explain_difference(table_fingerprint(owned), guess, set()) is None
+
+
+def test_offsets_carry_the_added_cursor_as_version_3():
+    offset = SourceOffset(None, None, "0" * 16, added=SnapshotCursor("db.t_a", (3,)))
+    text = offset.to_json()
+    assert '"v":3' in text and '"added":{"table":"db.t_a","after":[3]}' in text
+    assert SourceOffset.from_json_obj(text) == offset
+    assert '"added"' not in SourceOffset(None, None, "0" * 16).to_json()
+
+
+# -- a binlog task's ownership -----------------------------------------------------------
+
+
+def test_a_drop_resets_an_owned_table_and_nothing_after_it_is_owned():
+    follow = TableFollow.at_start(["db.t_a", "db.t_b"], SnapshotCursor("db.t_b", None), None)
+    assert follow.state("db.t_a") == ALL and follow.state("db.t_b") == NONE
+    assert follow.statement((drop("db.t_a"), drop("db.t_b")), (1, 100)) == ["db.t_a"]
+    assert follow.state_at("db.t_a", (1, 50)) == ALL
+    assert follow.state_at("db.t_a", (1, 150)) == NONE
+
+
+def test_a_table_created_in_the_range_is_owned_from_its_create_and_truncate_keeps_it():
+    follow = TableFollow.at_start(["db.t_a"], None, None, frozenset({"db.t_n"}))
+    assert follow.statement((create("db.t_n"),), (1, 100)) == []
+    assert follow.state_at("db.t_n", (1, 90)) == NONE and follow.decodes("db.t_n")
+    assert follow.statement((TableChange("truncate", "db.t_n"),), (1, 200)) == ["db.t_n"]
+    assert follow.state("db.t_n") == ALL
+
+
+def test_a_partition_drop_of_a_table_in_its_snapshot_is_refused():
+    added = SnapshotCursor("db.t_q", (9,))
+    follow = TableFollow.at_start(["db.t_q"], None, added)
+    assert follow.state("db.t_q") == Partial(added)
+    with pytest.raises(UnloggedRowChangeError):
+        follow.statement((TableChange("partition", "db.t_q"),), (1, 10))
