@@ -260,15 +260,21 @@ def current_shape(conn, schema: TableSchema) -> TableSchema:
     return now
 
 
-def discover_tables(conn, matches) -> list[TableSchema]:
-    """All base tables for which ``matches(db, table)`` is true, sorted by ``db.table``."""
+def base_tables(conn) -> dict[tuple[str, str], tuple[int, int]]:
+    """Every base table on the server outside the system schemas: ``{(db, table):
+    (estimated rows, average row length)}``."""
     with conn.cursor() as cur:
         cur.execute(_TABLES_SQL)
-        tables = {
+        return {
             (_as_str(db), _as_str(t)): (int(rows or 0), int(avg or 0))
             for db, t, rows, avg in cur.fetchall()
-            if matches(_as_str(db), _as_str(t))
         }
+
+
+def discover_tables(conn, matches) -> list[TableSchema]:
+    """All base tables for which ``matches(db, table)`` is true, sorted by ``db.table``."""
+    tables = {name: sizes for name, sizes in base_tables(conn).items() if matches(*name)}
+    with conn.cursor() as cur:
         if not tables:
             return []
         cur.execute(_COLUMNS_SQL)

@@ -36,6 +36,7 @@ class ChunkTask:
     visibility: str = "snapshot-status"  # cdc_source.visibility, resolved by the driver
     server_flavor: str = "mariadb"  # mysql or mariadb
     gtid_wait_timeout: int = 60
+    lower_case_names: bool = False  # lower_case_table_names=1 (cdc_source.binlog.ddl)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class BinlogTask:
     # Tables created in the range whose rows are streamed from their CREATE on
     # (coordinator.table_set): every row of a new table comes after it.
     streamed_from_creation: tuple[TableSchema, ...] = ()
+    lower_case_names: bool = False  # lower_case_table_names=1 (cdc_source.binlog.ddl)
 
 
 @dataclass(frozen=True)

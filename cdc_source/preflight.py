@@ -50,13 +50,33 @@ REQUIRED_SETTINGS = (
 )
 
 
+def name_case_problem(value: str) -> str | None:
+    """``lower_case_table_names``: 0 (names as written, compared exactly) and 1 (stored
+    and compared in lowercase: statements' names are read in lowercase) are followed;
+    with 2 (macOS, Windows) names are stored as created but compared without case, so a
+    statement may name a captured table in another spelling than the catalog's and the
+    binlog's table maps (MySQL manual, "Identifier Case Sensitivity")."""
+    value = {"OFF": "0", "ON": "1"}.get(value, value)  # as mysql_client.variables reads it
+    if value in ("0", "1", "missing"):
+        return None
+    return (
+        f"lower_case_table_names is {value}: statements could name a captured table in "
+        "another case than its own, and a DROP or TRUNCATE of it would go unseen; run the "
+        "server with lower_case_table_names=0 or 1"
+    )
+
+
 def check_server_settings(conn) -> None:
-    found = variables(conn, [name for name, _, _ in REQUIRED_SETTINGS])
+    names = [name for name, _, _ in REQUIRED_SETTINGS]
+    found = variables(conn, [*names, "lower_case_table_names"])
     problems = []
     for name, wanted, message in REQUIRED_SETTINGS:
         value = found.get(name, "missing")
         if value.upper() not in (wanted, "1" if wanted == "ON" else wanted):
             problems.append(message.format(value=value))
+    name_case = name_case_problem(found.get("lower_case_table_names", "missing"))
+    if name_case:
+        problems.append(name_case)
     if problems:
         raise PreflightError("the server is not configured for CDC: " + "; ".join(problems))
 

@@ -27,6 +27,7 @@ from cdc_source.preflight import (
     REQUIRED_SETTINGS,
     PreflightError,
     check_binlog_contents,
+    name_case_problem,
     table_problems,
     unreadable_tables,
 )
@@ -72,7 +73,8 @@ def check_version(conn) -> Iterator[Finding]:
 
 
 def check_settings(conn) -> Iterator[Finding]:
-    found = variables(conn, [name for name, _, _ in REQUIRED_SETTINGS])
+    names = [name for name, _, _ in REQUIRED_SETTINGS]
+    found = variables(conn, [*names, "lower_case_table_names"])
     for name, wanted, message in REQUIRED_SETTINGS:
         value = found.get(name, "missing")
         good = value.upper() in (wanted, "1" if wanted == "ON" else wanted)
@@ -82,6 +84,14 @@ def check_settings(conn) -> Iterator[Finding]:
             f"{name}={value}",
             "" if good else message.format(value=value),
         )
+    value = found.get("lower_case_table_names", "missing")
+    problem = name_case_problem(value)
+    yield Finding(
+        "lower_case_table_names",
+        FAIL if problem else OK,
+        f"lower_case_table_names={value}",
+        problem or "",
+    )
 
 
 def check_contents(conn, tables: list[TableSchema]) -> Iterator[Finding]:

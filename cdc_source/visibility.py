@@ -77,18 +77,20 @@ class ServerTraits:
     flavor: str  # mysql or mariadb
     gtids: bool  # the binlog has GTIDs (MariaDB always; MySQL with gtid_mode=ON)
     visibility: str  # cdc_source.visibility, resolved
+    # lower_case_table_names=1: statements name tables in any case (cdc_source.binlog.ddl)
+    lower_case_names: bool = False
 
 
 def read_traits(conn, requested_visibility: str) -> ServerTraits:
     """The server's flavor, whether its binlog has GTIDs, and the resolved visibility
     proof (raises :class:`VisibilityError` where there is none and no risk was accepted)."""
     flavor = server_flavor(conn)
-    if flavor == "mariadb":
-        gtids = True
-    else:
-        gtids = variables(conn, ["gtid_mode"]).get("gtid_mode", "OFF").upper() == "ON"
+    found = variables(conn, ["gtid_mode", "lower_case_table_names"])
+    # MariaDB's binlog always has GTIDs; MySQL's with gtid_mode=ON.
+    gtids = flavor == "mariadb" or found.get("gtid_mode", "OFF").upper() == "ON"
+    lower_case_names = found.get("lower_case_table_names", "OFF") in ("1", "ON")
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL STATUS LIKE 'binlog_snapshot_file'")
         has_snapshot_status = bool(cur.fetchall())
     visibility = resolve_visibility(requested_visibility, flavor, gtids, has_snapshot_status)
-    return ServerTraits(flavor, gtids, visibility)
+    return ServerTraits(flavor, gtids, visibility, lower_case_names)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from cdc_source.binlog.ddl import TableChange
 from cdc_source.catalog import TableSchema
@@ -119,11 +120,35 @@ class CapturedTables:
         if start.binlog is None or end is None:
             return membership, RangeEffect(), ()
         changes = tuple(p.change for p in self.ddl.changes(start.binlog, end))
+        return (*self._applied(membership, changes, start), changes)
+
+    def at_first_head(
+        self, start: SourceOffset, head: BinlogPosition
+    ) -> tuple[Membership, RangeEffect]:
+        """The tables at ``head``, the first position of a run that starts without one
+        (initial, snapshot and latest-offset mode): those matched when the query started,
+        with the tables created or dropped since (listed now, after ``head`` was read, so
+        that none created before it is missed; one created after it is taken as there,
+        and its CREATE, in the next range, then changes nothing). A table that came has
+        rows of its own: the main snapshot reads it in its turn, or, if its name sorts
+        before the main cursor's table, a snapshot of its own (:mod:`coordinator.
+        table_set`); without a snapshot (latest-offset) it is streamed from ``head``."""
+        membership = self.at(start)
+        now = {n for n in self._session(_all_tables) if self.matches(n)}
+        kind = "populate" if start.snapshot is not None else "create"
+        changes = [TableChange(kind, n) for n in sorted(now - membership.names)]
+        changes += [TableChange("drop", n) for n in sorted(membership.names - now)]
+        after, effect = self._applied(membership, changes, start)
+        return after, replace(effect, streamed_from_creation=frozenset())
+
+    def _applied(
+        self, membership: Membership, changes, start: SourceOffset
+    ) -> tuple[Membership, RangeEffect]:
         after, effect = membership.apply(changes, start.snapshot, self.matches)
-        self._check_typed(after)
+        self._check_typed(after.names | effect.streamed_from_creation)
         if effect.joined:
             self._read_schemas(set(effect.joined))
-        return after, effect, changes
+        return after, effect
 
     def log_effect(self, effect: RangeEffect, end: BinlogPosition) -> None:
         for name in effect.left:
@@ -131,11 +156,13 @@ class CapturedTables:
         for name in effect.joined:
             log.info("%s joined the capture (created or renamed before %s)", name, end)
 
-    def _check_typed(self, membership: Membership) -> None:
+    def _check_typed(self, names: frozenset[str]) -> None:
+        """A typed query's output is one table's columns: no other table may join, not
+        even one created and dropped within a batch range (its rows would be emitted)."""
         if not self.typed:
             return
         (only,) = self.matching_at_start
-        others = sorted(membership.names - {only})
+        others = sorted(names - {only})
         if others:
             raise TableSetError(
                 f"'table-name' now also matches {', '.join(others)}, but this query's typed "
@@ -203,8 +230,6 @@ class CapturedTables:
 
 def _all_tables(conn) -> set[str]:
     """Every base table on the server, as 'db.table'."""
-    from cdc_source.catalog import _TABLES_SQL, _as_str
+    from cdc_source.catalog import base_tables
 
-    with conn.cursor() as cur:
-        cur.execute(_TABLES_SQL)
-        return {f"{_as_str(row[0])}.{_as_str(row[1])}" for row in cur.fetchall()}
+    return {f"{db}.{table}" for db, table in base_tables(conn)}

@@ -38,9 +38,14 @@ class DdlScan:
     last range read is kept: planning a batch and building its tasks ask for the same."""
 
     def __init__(
-        self, connect: Callable[[], object], server_id: int, policy: RetryPolicy | None = None
+        self,
+        connect: Callable[[], object],
+        server_id: int,
+        policy: RetryPolicy | None = None,
+        lower_case_names: Callable[[], bool] = lambda: False,
     ) -> None:
         self._source = DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
+        self._lower_case_names = lower_case_names  # the server's, read when first needed
         self._last: tuple[tuple, tuple, tuple[PlacedChange, ...]] | None = None
         self.scans = 0
 
@@ -58,6 +63,7 @@ class DdlScan:
     def _read(self, start: BinlogPosition, end: BinlogPosition):
         self.scans += 1
         until = end.coordinates
+        lower_case_names = self._lower_case_names()
         reader, events, close = self._source.open(start.file, start.pos, until)
         reached = start.coordinates
         try:
@@ -69,7 +75,7 @@ class DdlScan:
                 if event.type in (c.QUERY, c.QUERY_COMPRESSED):
                     query = parse_query(event, reader.format)
                     try:
-                        changes = table_changes(query.query, query.schema or "")
+                        changes = table_changes(query.query, query.schema or "", lower_case_names)
                     except DdlParseError as err:
                         raise DdlParseError(f"{event.where}: {err}") from None
                     for change in changes:

@@ -76,7 +76,12 @@ class QueryDriver:
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
         # Which tables are captured at each offset, as statements create, drop and rename
         # them (coordinator/table_set.py); one output table means typed output.
-        self.ddl = DdlScan(open_session, options.server_ids.last, policy)
+        self.ddl = DdlScan(
+            open_session,
+            options.server_ids.last,
+            policy,
+            lambda: self.traits().lower_case_names,
+        )
         self.captured = CapturedTables(
             options, tables, self.session.run, self.ddl, typed=not is_envelope(tables)
         )
@@ -265,7 +270,7 @@ class QueryDriver:
         budget = self._budget(max_rows, max_bytes)
         if start.snapshot is not None:
             head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
-            members, effect, _ = self.captured.after(start, head)
+            members, effect = self._members_after(start, head)
             main = self._main_start(start, members, effect)
             if main.snapshot is None:  # every table left to snapshot was dropped
                 end = SourceOffset(head, None, members.fingerprint, server)
@@ -291,7 +296,7 @@ class QueryDriver:
         elif start.binlog is not None:
             head = start.binlog  # no new binlog: a batch of the joining table's snapshot only
         head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))
-        members, effect, _ = self.captured.after(start, head)
+        members, effect = self._members_after(start, head)
         members, added = self._plan_added(start, members, budget)
         end = SourceOffset(head, None, members.fingerprint, server, added)
         if start.binlog is not None and same_progress(start, end):
@@ -300,6 +305,30 @@ class QueryDriver:
         self.captured.remember(end, members)
         self._log_plan(start, end, 0, head)
         return end
+
+    def _members_after(
+        self, start: SourceOffset, head: BinlogPosition
+    ) -> tuple[Membership, RangeEffect]:
+        """The tables at the end ``head`` of the batch being planned from ``start``."""
+        if start.binlog is None:  # a run's first position: the tables matching at it
+            return self.captured.at_first_head(start, head)
+        members, effect, _ = self.captured.after(start, head)
+        return members, effect
+
+    def _members_of_batch(
+        self, start: SourceOffset, end: SourceOffset
+    ) -> tuple[Membership, RangeEffect]:
+        """The tables at the end of the planned batch (start, end]. A batch from a run's
+        first position has no range to read statements from: its tables are those of its
+        end offset, found again from it after a restart, so that the batch's tasks are the
+        same whenever they are asked for."""
+        if start.binlog is not None:
+            members, effect, _ = self.captured.after(start, end.binlog)
+            return members, effect
+        members = self.captured.at(end)
+        cursor = start.snapshot
+        gone = cursor is not None and cursor.table not in members.owned
+        return members, RangeEffect(restart_cursor_table=gone)
 
     def _main_start(
         self, start: SourceOffset, members: Membership, effect: RangeEffect
@@ -453,7 +482,7 @@ class QueryDriver:
         else:
             self._ensure_available(start.binlog)
         members = self.captured.at(start)
-        after, effect, _ = self.captured.after(start, end.binlog)
+        after, effect = self._members_of_batch(start, end)
         ids = self.options.server_ids
         server = self.server_identity()
         traits = self.traits()
@@ -489,6 +518,7 @@ class QueryDriver:
                     server,
                     start.added,
                     created,
+                    traits.lower_case_names,
                 )
                 parts.append(task)
         if start.snapshot is not None:
@@ -519,6 +549,7 @@ class QueryDriver:
                     traits.visibility,
                     traits.flavor,
                     self.options.gtid_wait_timeout,
+                    traits.lower_case_names,
                 )
                 parts.append(task)
         return parts

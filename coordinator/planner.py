@@ -121,24 +121,28 @@ class Planner:
     ) -> tuple[ChunkSpec, ...]:
         """The chunks of ``schema`` for keys in ``(after, until]`` (to its end if None),
         walked again from the offsets alone."""
-        lo = first = None if after is None else key_from_json(schema, after)
+        lo = None if after is None else key_from_json(schema, after)
         bound = None if until is None else key_from_json(schema, until)
+        return tuple(self._key_range(schema, 0, lo, bound))
+
+    def _key_range(self, schema: TableSchema, index: int, lo: tuple | None, bound: tuple | None):
+        """The chunks of ``schema`` for keys in ``(lo, bound]``, walked from the server's
+        boundaries. A table dropped since the batch was planned gives the rest of the
+        range as one chunk, which its task reads as no rows (the stream's reset of the
+        table follows), so that the batch can still run."""
         rows = chunk_rows(schema, self.chunk_size)
-        chunks = []
-        try:
-            while True:
+        while True:
+            try:
                 hi = self.boundaries.chunk_end(schema, lo, bound, rows)
-                if hi is None or hi == bound:
-                    chunks.append(ChunkSpec(schema, 0, lo, bound))
-                    return tuple(chunks)
-                chunks.append(ChunkSpec(schema, 0, lo, hi))
-                lo = hi
-        except Exception as err:
-            if not (getattr(err, "args", None) and err.args[0] == ER_NO_SUCH_TABLE):
-                raise
-            # Dropped since the batch was planned: one chunk, which its task reads as no
-            # rows (the stream's reset of the table follows), so the batch can still run.
-            return (ChunkSpec(schema, 0, first, bound),)
+            except Exception as err:
+                if not (getattr(err, "args", None) and err.args[0] == ER_NO_SUCH_TABLE):
+                    raise
+                hi = None
+            if hi is None or hi == bound:
+                yield ChunkSpec(schema, index, lo, bound)
+                return
+            yield ChunkSpec(schema, index, lo, hi)
+            lo = hi
 
     def initial_cursor(self) -> SnapshotCursor | None:
         return SnapshotCursor(self.tables[0].name, None) if self.tables else None
@@ -217,11 +221,4 @@ class Planner:
                 bound = key_from_json(schema, end.after)
             else:
                 bound = None
-            rows = chunk_rows(schema, self.chunk_size)
-            while True:
-                hi = self.boundaries.chunk_end(schema, lo, bound, rows)
-                if hi is None or hi == bound:
-                    yield ChunkSpec(schema, index, lo, bound)
-                    break
-                yield ChunkSpec(schema, index, lo, hi)
-                lo = hi
+            yield from self._key_range(schema, index, lo, bound)

@@ -23,9 +23,10 @@ How statements move tables between them (:meth:`Membership.apply`, in binlog ord
 - ``RENAME`` to a matching name: its rows are older than the statement, so it waits for
   an added snapshot (``pending``), unless the main snapshot has yet to reach its name.
 - ``TRUNCATE``: no change of the sets; the binlog task emits ``t``.
-- ``ALTER TABLE ... DROP/TRUNCATE PARTITION`` of a table the stream owns entirely: it is
-  snapshotted again (``pending``; the binlog task emits ``t``). Of a table whose snapshot
-  is under way it is an error, as it was before.
+- ``ALTER TABLE ... DROP/TRUNCATE PARTITION``: the binlog task emits ``t`` and the
+  table's snapshot starts again: a table the stream owns entirely waits for a snapshot of
+  its own (``pending``), the joining table's snapshot starts over, and the main
+  snapshot's current table is read again from its first key.
 
 A restarted driver knows only the offset: the position P, the fingerprint of ``owned``
 and the ``added`` cursor. It rebuilds the sets from the server's tables now and the
@@ -140,9 +141,10 @@ class _Sets:
         return name in self.owned or name in self.pending or name == self.added
 
     def remove(self, name: str, cursor: SnapshotCursor | None) -> None:
+        # ``streamed`` keeps the name: a table created and dropped within one range has
+        # its rows and its reset emitted, as another cut of the ranges would emit them.
         self.owned.discard(name)
         self.pending.discard(name)
-        self.streamed.discard(name)
         if name == self.added:
             self.added = None
         if cursor is not None and name == cursor.table:
@@ -178,17 +180,22 @@ class _Sets:
             if matches(target) and not self.has(target):
                 self.join(target, cursor, has_rows=True)
         elif kind == "partition":
-            if name in self.owned and (fully_owned(name, cursor) or name in self.streamed):
-                self.owned.discard(name)
-                self.streamed.discard(name)
-                self.pending.add(name)
-            elif partly_owned(name, cursor) or name == self.added:
-                raise TableSetError(
-                    f"{name}: a partition was dropped or truncated while the table is being "
-                    "snapshotted, which removes rows without row events; restart the query "
-                    "once the snapshot is done, or start a new query"
-                )
+            self.partition_changed(name, cursor)
         # truncate: the sets stay; the binlog task emits the reset.
+
+    def partition_changed(self, name: str, cursor: SnapshotCursor | None) -> None:
+        """A partition dropped or truncated removes rows without row events: the binlog
+        task resets the table (``t``) and its snapshot starts again. A table the stream
+        owns entirely waits for a snapshot of its own; the joining table's snapshot starts
+        over; the main snapshot's table is read again from its first key."""
+        if name == self.added:
+            self.added = None
+            self.pending.add(name)
+        elif name in self.owned and (fully_owned(name, cursor) or name in self.streamed):
+            self.owned.discard(name)
+            self.pending.add(name)
+        elif name in self.owned and partly_owned(name, cursor):
+            self.restart_cursor = True
 
 
 # -- a restarted driver ------------------------------------------------------------------

@@ -143,10 +143,10 @@ CLASSES: dict[str, tuple[str, str]] = {
         "set sync_binlog=1; start a new query with a new checkpoint",
     ),
     "UnloggedRowChangeError": (
-        "a partition of a table was dropped or truncated while the table was being "
-        "snapshotted (a TRUNCATE, DROP or RENAME is a 't' row instead), or, inside a "
-        "snapshot task's own window, any of these",
-        "restart the query once the snapshot is done; or a new query (new checkpoint)",
+        "a TRUNCATE, DROP, RENAME or partition drop of a captured table between a snapshot "
+        "task's consistent snapshot and an earlier batch position it rolls forward to (in "
+        "the stream these are 't' rows)",
+        "Spark retries the task; if it recurs, a new query (new checkpoint)",
     ),
     "TableSetError": (
         "tables joined or left the capture in a way the query cannot follow: a typed "

@@ -12,14 +12,13 @@ stop the read with an error that names the event and its position.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from cdc_source.binlog import constants as c
-from cdc_source.binlog.ddl import DdlParseError, table_changes
+from cdc_source.binlog.ddl import DdlParseError, TableChange, table_changes
 from cdc_source.binlog.events import (
     Event,
     Format,
@@ -142,67 +141,6 @@ class _Accumulator:
         return block
 
 
-_DESTRUCTIVE = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(TRUNCATE(?:\s+TABLE)?|DROP\s+TABLE(?:\s+IF\s+EXISTS)?)\s+(.+)$",
-    re.I | re.S,
-)
-_DROP_DATABASE = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*DROP\s+(?:DATABASE|SCHEMA)(?:\s+IF\s+EXISTS)?\s+(`(?:[^`]|``)+`|[\w$]+)",
-    re.I | re.S,
-)
-_LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)
-_PARTITION_CHANGE = re.compile(
-    r"^ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(`(?:[^`]|``)+`|[\w$]+)"
-    r"(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s+.*?\b(TRUNCATE|DROP)\s+PARTITION\b",
-    re.I | re.S,
-)
-_NAME_LIST_ITEM = re.compile(
-    r"\s*(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?\s*(?:,|$)"
-)
-
-
-def _strip_leading_comments(query: str) -> str:
-    return query[_LEADING_COMMENTS.match(query).end() :]
-
-
-def _qualified(first: str, second: str | None, default_schema: str) -> str:
-    if second:
-        return f"{_unquote(first)}.{_unquote(second)}"
-    return f"{default_schema}.{_unquote(first)}"
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def destructive_targets(query: str, default_schema: str) -> tuple[str, list[str]]:
-    """Statements that remove rows without row events: TRUNCATE, DROP TABLE (each named
-    table), DROP DATABASE ('db.*'), ALTER TABLE ... TRUNCATE/DROP PARTITION.
-    Returns (statement, ['db.table', ...]), or ('', []) for anything else."""
-    query = _strip_leading_comments(query)
-    dropped = _DROP_DATABASE.match(query)
-    if dropped:
-        return "DROP DATABASE", [f"{_unquote(dropped.group(1))}.*"]
-    partition = _PARTITION_CHANGE.match(query)
-    if partition:
-        statement = f"ALTER TABLE ... {partition.group(3).upper()} PARTITION"
-        return statement, [_qualified(partition.group(1), partition.group(2), default_schema)]
-    match = _DESTRUCTIVE.match(query)
-    if not match:
-        return "", []
-    statement = " ".join(match.group(1).upper().split()[:2])
-    names = re.split(r"/\*|;|\s(?:RESTRICT|CASCADE|WAIT|NOWAIT)\b", match.group(2), flags=re.I)[0]
-    targets = []
-    position = 0
-    while position < len(names):
-        item = _NAME_LIST_ITEM.match(names, position)
-        if not item or item.end() == position:
-            break
-        targets.append(_qualified(item.group(1), item.group(2), default_schema))
-        position = item.end()
-    return statement, targets
-
-
 class TableMaps(BinlogTableMaps):
     """A stream's table maps (:class:`cdc_source.binlog.table_map.TableMaps`), and the row
     sinks their rows are decoded into."""
@@ -253,11 +191,15 @@ class RangeReader:
         origins: bool = False,
         keyed_by_column: dict[str, tuple[str, tuple[str, ...]]] | None = None,
         follow: TableFollow | None = None,
+        lower_case_names: bool = False,
     ) -> None:
         self.source = source
         # A binlog task follows its tables through statements (resets, tables created);
         # without it (a snapshot task's window) such a statement is an error.
         self.follow = follow
+        # lower_case_table_names=1: statements name tables in any case; they are read in
+        # lowercase, as the table maps spell them (cdc_source.binlog.ddl.table_changes).
+        self.lower_case_names = lower_case_names
         # Tables keyed by their chunk key column (cdc_source.chunk_key): the column and
         # its unique indexes.
         self.keyed_by_column = keyed_by_column or {}
@@ -339,7 +281,7 @@ class RangeReader:
         if self.keyed_by_column:
             _check_chunk_key(self.keyed_by_column, schema or "", query, event)
         try:
-            changes = table_changes(query, schema or "")
+            changes = table_changes(query, schema or "", self.lower_case_names)
         except DdlParseError as err:
             raise DdlParseError(f"{event.where}: {err}") from None
         if not changes:
@@ -486,20 +428,28 @@ class RangeReader:
     def _check_statement(self, schema: str, query: str, event: Event) -> None:
         if self.keyed_by_column:
             _check_chunk_key(self.keyed_by_column, schema or "", query, event)
-        statement, targets = destructive_targets(query, schema or "")
-        hit = [
-            t
-            for t in targets
-            if t in self.watched
-            or (t.endswith(".*") and any(x.startswith(t[:-1]) for x in self.watched))
-        ]
+        try:
+            changes = table_changes(query, schema or "", self.lower_case_names)
+        except DdlParseError as err:
+            raise DdlParseError(f"{event.where}: {err}") from None
+        hit = [t for change in changes for t in removed_rows_of(change, self.watched)]
         if hit:
             raise UnloggedRowChangeError(
-                f"{statement} of captured table {', '.join(hit)} reached the binlog as a "
-                "statement with no row events, so the rows it removed cannot be streamed as "
-                "deletes. Start a new query (new checkpoint location) to snapshot the table "
-                "again, or exclude it with 'table-name'."
+                f"{event.where}: a statement removed the rows of captured table "
+                f"{', '.join(hit)} without row events ({' '.join(query.split())[:200]}) "
+                "inside a snapshot task's roll-forward window; Spark retries the task, and "
+                "if it recurs, start a new query (new checkpoint location)"
             )
+
+
+def removed_rows_of(change: TableChange, tables: set[str]) -> list[str]:
+    """The tables of ``tables`` whose rows ``change`` removes without row events (a
+    TRUNCATE, DROP, RENAME away, partition drop or truncate, DROP DATABASE)."""
+    if change.kind == "drop_database":
+        return sorted(t for t in tables if t.split(".", 1)[0] == change.table)
+    if change.kind in ("drop", "truncate", "rename", "partition") and change.table in tables:
+        return [change.table]
+    return []
 
 
 def _check_chunk_key(

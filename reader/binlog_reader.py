@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +31,7 @@ from reader.binlog_range import ChangeBlock, RangeReader, TableReset
 from reader.frontier import DELETE, INSERT, UPDATE
 from reader.key_weights import WeightResolver
 from reader.row_decoding import native_splitter
-from reader.schema_drift import server_charsets
+from reader.schema_drift import event_schema, server_charsets
 from reader.table_follow import ALL, Partial, TableFollow
 
 log = logging.getLogger("cdc_mysql")
@@ -93,6 +94,7 @@ class BinlogReader:
                     if schema.declared_key
                 },
                 follow=follow,
+                lower_case_names=self.task.lower_case_names,
             )
             for block in reader.blocks():
                 if isinstance(block, TableReset):
@@ -130,7 +132,9 @@ class BinlogReader:
     def _emit(
         self, writer: ArrowWriter, follow: TableFollow, block: ChangeBlock
     ) -> Iterator[pa.RecordBatch]:
-        schema = self.tables.get(block.table) or _placeholder(block.table)
+        schema = self.tables.get(block.table)
+        if schema is None or not schema.columns:  # a table gone before the driver read it
+            schema = _from_table_map(block.table, block.table_map, self.charsets)
         images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
         types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
@@ -280,6 +284,17 @@ def _placeholder(name: str) -> TableSchema:
     its rows carry the columns of their own events (envelope output)."""
     database, table = name.split(".", 1)
     return TableSchema(database=database, table=table, columns=(), primary_key=())
+
+
+def _from_table_map(name: str, table_map, charsets) -> TableSchema:
+    """The schema of a table the driver could not read (created and dropped within the
+    batch's range), as its rows' TABLE_MAP describes it: its columns and primary key
+    (binlog_row_metadata=FULL)."""
+    placeholder = replace(
+        _placeholder(name),
+        primary_key=tuple(table_map.primary_key or ()),
+    )
+    return event_schema(placeholder, table_map, charsets)
 
 
 def _origins(block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array) -> RowOrigins:

@@ -300,6 +300,7 @@ class ChunkReader:
             set(tables),
             decoder=self.task.decoder,
             follow=follow,
+            lower_case_names=self.task.lower_case_names,
         )
         positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
         reset: set[str] = set()

@@ -12,8 +12,8 @@ Along the range:
 - ``CREATE`` of a name the driver lists in ``streamed_from_creation`` makes it owned
   entirely: every row of a new table comes after its CREATE;
 - a name renamed in is not owned (the driver snapshots it);
-- a partition drop or truncate of a table owned entirely is a reset (the driver
-  snapshots it again); of a table owned in part it is the error it always was.
+- a partition drop or truncate of a table owned entirely or in part is a reset; the
+  driver snapshots the table again from its first key.
 
 The state of a name at any position is kept (``state_at``), so the rows of an XA
 transaction, emitted after the pass at their commit, are judged where they happened.
@@ -32,7 +32,7 @@ NONE = "none"
 
 class UnloggedRowChangeError(RuntimeError):
     """A statement changed a captured table's rows without row events in a way the
-    stream cannot follow (a partition dropped while the table is snapshotted)."""
+    stream cannot follow (inside a snapshot task's roll-forward window)."""
 
 
 @dataclass(frozen=True)
@@ -126,13 +126,8 @@ class TableFollow:
         elif kind == "truncate":
             yield name, None, owned
         elif kind == "partition":
-            state = self.state(name)
-            if isinstance(state, Partial):
-                raise UnloggedRowChangeError(
-                    f"a partition of {name} was dropped or truncated while the table is "
-                    "being snapshotted, which removes rows without row events; restart the "
-                    "query once the snapshot is done, or start a new query"
-                )
+            # Rows removed without row events: a reset, and the driver snapshots the
+            # table again (from its first key, also when its snapshot was under way).
             yield name, NONE, owned
         elif kind == "drop_database":
             for table in sorted(self.names()):

@@ -214,15 +214,30 @@ class _Statement:
         yield _Statement(spec, self.query, self.default_schema)
 
 
-def table_changes(query: str, default_schema: str) -> tuple[TableChange, ...]:
+def table_changes(
+    query: str, default_schema: str, lower_case_names: bool = False
+) -> tuple[TableChange, ...]:
     """How the statement ``query`` (a binlog QUERY event's text, logged with the default
     schema ``default_schema``) changes the set of tables or removes rows without row
     events, in the order it does so; () for any other statement.
 
+    ``lower_case_names``: the server runs with ``lower_case_table_names=1``, which stores
+    database and table names in lowercase and compares them so, while the logged
+    statement keeps them as written (MySQL manual, "Identifier Case Sensitivity"): the
+    names come back in lowercase, as the catalog and the binlog's table maps spell them.
+
     Raises DdlParseError for a statement that starts as one of these but cannot be read."""
     statement = _Statement(_lex(query), query, default_schema)
     parse = _PARSERS.get(statement.keyword(*_PARSERS) or "")
-    return parse(statement) if parse else ()
+    changes = parse(statement) if parse else ()
+    if lower_case_names:
+        changes = tuple(_lowered(c) for c in changes)
+    return changes
+
+
+def _lowered(change: TableChange) -> TableChange:
+    new_name = None if change.new_name is None else change.new_name.lower()
+    return TableChange(change.kind, change.table.lower(), new_name)
 
 
 def _create(s: _Statement) -> tuple[TableChange, ...]:

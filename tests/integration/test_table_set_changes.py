@@ -5,13 +5,15 @@ CREATE; a table renamed into the pattern is snapshotted on its own (offset versi
 ``added``) while the others stream; a DROP, a TRUNCATE and a RENAME away are ``t`` rows
 at their position. While the query is stopped: a table created, one dropped and the
 pattern widened to an existing table; the restart finds which tables its checkpoint
-had from the offset's fingerprint. Each time the tables rebuilt from the output
+had from the offset's fingerprint, and a table created and dropped in between is
+streamed to its reset. Each time the tables rebuilt from the output
 (sorted by ``_seq``, ``t`` dropping the table's rows) equal ``SELECT *``; a table renamed
 away has no rows after its reset. Offsets stay under 1 KiB."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -19,6 +21,7 @@ import time
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from tests.integration.server import TEST_URL_ENV, TestServer
 from tests.integration.streams import (
     StreamRun,
     handover_batch,
@@ -179,6 +182,9 @@ def test_tables_join_and_leave_a_running_capture(server, spark, tmp_path):
         database=database,
     )
     _create(server, database, "t_later", 50)
+    # Created and dropped within the restart's first range: its rows, then its reset.
+    _create(server, database, "t_blip", 20)
+    server.execute("UPDATE t_blip SET v = 0 WHERE id <= 5", "DROP TABLE t_blip", database=database)
     run.options = {**options, "table-name": rf"{database}\.(t_.*|u_wide)"}
     writer = _Writer(server, database, "t_a", seed=4)
     writer.start()
@@ -189,7 +195,9 @@ def test_tables_join_and_leave_a_running_capture(server, spark, tmp_path):
     run.run_to_end()
     rows = read_output(spark, run.out)
     resets = sorted(r["table"] for r in rows if r["op"] == "t")
-    assert resets == ["t_away", "t_b", "t_gone", "t_new"]
+    assert resets == ["t_away", "t_b", "t_blip", "t_gone", "t_new"]
+    blip = sorted((r for r in rows if r["table"] == "t_blip"), key=lambda r: r["_seq"])
+    assert [r["op"] for r in blip] == ["c"] * 20 + ["u"] * 5 + ["t"]
     assert any(r["table"] == "u_wide" and r["op"] == "r" for r in rows)
     present = ["t_a", "t_b", "t_other", "t_later", "u_wide"]
     _check(spark, server, run, database, present, ["t_gone", "t_new"])
@@ -223,3 +231,99 @@ def test_a_typed_query_stops_when_a_second_table_matches(server, spark, tmp_path
     finally:
         query.stop()
     assert "typed output is the columns of" in str(err.value)
+
+
+def test_statements_naming_tables_in_another_case_under_lower_case_table_names_1(spark, tmp_path):
+    """With ``lower_case_table_names=1`` the server stores names in lowercase while the
+    binlog keeps each statement as written: a TRUNCATE, CREATE and DROP naming the tables
+    in other cases are followed as the tables they are."""
+    if os.environ.get(TEST_URL_ENV):
+        pytest.skip("needs a server started with lower_case_table_names=1")
+    server = TestServer(extra_args=("--lower-case-table-names=1",))
+    try:
+        database = server.fresh_database("case_db")
+        _create(server, database, "t_a", 300)
+        _create(server, database, "t_b", 50)  # two tables: the envelope, which tables join
+        options = server.source_options(database, rf"{database}\.t_.*")
+        options["scan.incremental.snapshot.chunk.size"] = "100"
+        run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
+        query = run.start()
+        try:
+            wait_for(lambda: handover_batch(run.checkpoint) is not None, 120, "hand-over", query)
+            server.execute(
+                "CREATE TABLE Case_DB.T_New (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))",
+                "INSERT INTO CASE_DB.t_new SELECT seq, seq, 'n' FROM seq_1_to_40",
+                "TRUNCATE TABLE Case_Db.T_A",
+                "INSERT INTO case_db.T_A SELECT seq, seq, 'again' FROM seq_1_to_10",
+                "UPDATE case_db.t_new SET v = 0 WHERE id <= 3",
+                "DROP TABLE `CASE_DB`.`T_NEW`",
+                database=database,
+            )
+            wait_caught_up(server, run.checkpoint, query, 120)
+        finally:
+            query.stop()
+        rows = read_output(spark, run.out)
+        assert sorted(r["table"] for r in rows if r["op"] == "t") == ["t_a", "t_new"]
+        _check(spark, server, run, database, ["t_a", "t_b"], ["t_new"])
+    finally:
+        server.stop()
+
+
+def test_the_first_batch_captures_the_tables_created_since_the_query_started(server):
+    """The first batch has no range to read statements from: its tables are those matching
+    at its position. Initial mode: a table created after the query's tables were read
+    whose name sorts after the first table is read by the main snapshot in its turn; one
+    sorting before it is snapshotted on its own after the hand-over; one dropped is not
+    read. Latest-offset mode: a table created is streamed from the first position."""
+    from cdc_source.datasource import discover
+    from cdc_source.offsets import SnapshotCursor, SourceOffset, table_fingerprint
+    from cdc_source.options import parse_options
+    from coordinator.driver import QueryDriver
+
+    database = server.fresh_database("first_batch_db")
+    _create(server, database, "t_b", 30)
+    _create(server, database, "t_d", 30)
+    raw = server.source_options(database, rf"{database}\.t_.*")
+    options = parse_options(raw)
+    tables = discover(options)  # as the query read them when it started
+    names = [t.name for t in tables]
+    _create(server, database, "t_a", 20)  # sorts before the first table
+    _create(server, database, "t_c", 20)
+    server.execute("DROP TABLE t_d", database=database)
+
+    driver = QueryDriver(options, tables)
+    try:
+        start = SourceOffset(None, SnapshotCursor(names[0], None), table_fingerprint(names))
+        end = driver.latest(start)
+        members = driver.captured.at(end)
+        assert members.owned == {f"{database}.t_b", f"{database}.t_c"}
+        assert members.pending == (f"{database}.t_a",)
+        assert _chunk_tables(driver, start, end) == {f"{database}.t_b", f"{database}.t_c"}
+        joined = set()
+        while True:  # to the end: the joining table is snapshotted after the hand-over
+            start, end = end, driver.latest(end)
+            if end == start:
+                break
+            if start.snapshot is None:
+                joined |= _chunk_tables(driver, start, end)
+        assert joined == {f"{database}.t_a"}
+        assert driver.captured.at(end).owned == {f"{database}.t_{n}" for n in "abc"}
+    finally:
+        driver.close()
+
+    latest = parse_options({**raw, "scan.startup.mode": "latest-offset"})
+    driver = QueryDriver(latest, tables)
+    try:
+        _create(server, database, "t_e", 0)
+        start = SourceOffset(None, None, table_fingerprint(names))
+        end = driver.latest(start)
+        members = driver.captured.at(end)
+        assert f"{database}.t_e" in members.owned and not members.pending
+    finally:
+        driver.close()
+
+
+def _chunk_tables(driver, start, end) -> set[str]:
+    """The tables whose chunks the batch (start, end] reads."""
+    tasks = driver.tasks(start, end)
+    return {chunk.table.name for task in tasks for chunk in getattr(task, "chunks", ())}

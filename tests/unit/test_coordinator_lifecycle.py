@@ -9,6 +9,7 @@ import logging
 import tracemalloc
 from dataclasses import dataclass, replace
 
+import pymysql
 import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
@@ -199,6 +200,35 @@ def test_restarted_coordinator_crossing_tables_matches_the_plan():
             (c.table.name, c.lo, c.hi) for c in rebuilt.chunks_between(batch.start, batch.end)
         ] == [(c.table.name, c.lo, c.hi) for c in batch.chunks]
         start = batch.end
+
+
+@dataclass
+class DroppedBoundaries(FakeBoundaries):
+    """The server after ``dropped`` was dropped: asking for its boundaries is error 1146."""
+
+    dropped: str = ""
+
+    def chunk_end(self, schema, lo, bound, chunk_size):
+        if schema.table == self.dropped:
+            raise pymysql.err.ProgrammingError(1146, f"Table 'shop.{schema.table}' doesn't exist")
+        return super().chunk_end(schema, lo, bound, chunk_size)
+
+
+def test_a_restarted_coordinator_walks_a_batch_whose_table_was_dropped_since():
+    """Each dropped table's part of the batch is one chunk (read as no rows; the stream's
+    reset follows): the batch keeps its key ranges and can run again."""
+    tables = [_table("a", CHUNK_SIZE * 3 - 5), _table("b", CHUNK_SIZE * 4), _table("c", 10)]
+    rows = {t.table: t.estimated_rows for t in tables}
+    start = SourceOffset(None, SnapshotCursor("shop.a", (CHUNK_SIZE,)))
+    batch = Planner(tables, FakeBoundaries(rows), CHUNK_SIZE).plan(start, FakeHead()(), 6)
+    assert [c.table.table for c in batch.chunks] == ["a", "a", "b", "b", "b", "b"]
+    rebuilt = Planner(tables, DroppedBoundaries(rows, dropped="b"), CHUNK_SIZE)
+    walked = [(c.table.table, c.lo, c.hi) for c in rebuilt.chunks_between(start, batch.end)]
+    assert walked == [
+        ("a", (CHUNK_SIZE,), (2 * CHUNK_SIZE,)),
+        ("a", (2 * CHUNK_SIZE,), None),
+        ("b", None, batch.end.snapshot.after and tuple(batch.end.snapshot.after)),
+    ]
 
 
 def test_after_the_handover_a_restarted_coordinator_holds_no_snapshot_metadata():

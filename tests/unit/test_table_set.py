@@ -3,7 +3,6 @@ binlog task's ownership along its range (reader.table_follow)."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,11 +10,10 @@ from cdc_source.binlog.ddl import TableChange
 from cdc_source.offsets import SnapshotCursor, SourceOffset, same_progress, table_fingerprint
 from coordinator.table_set import (
     Membership,
-    TableSetError,
     explain_difference,
     tables_at,
 )
-from reader.table_follow import ALL, NONE, Partial, TableFollow, UnloggedRowChangeError
+from reader.table_follow import ALL, NONE, Partial, TableFollow
 
 
 def matches(name: str) -> bool:
@@ -94,13 +92,34 @@ def test_drop_database_removes_its_tables_and_the_added_one():
     assert after == Membership(frozenset({"other.t_b"}))
 
 
-def test_a_partition_drop_snapshots_an_owned_table_again_and_refuses_one_in_its_snapshot():
-    start = Membership(frozenset({"db.t_a", "db.t_m"}))
+def test_a_partition_drop_snapshots_the_table_again_wherever_its_snapshot_was():
+    start = Membership(frozenset({"db.t_a", "db.t_m"}), (), "db.t_q")
     cursor = SnapshotCursor("db.t_m", (5,))
-    after, _ = start.apply([TableChange("partition", "db.t_a")], cursor, matches)
+    # owned entirely: it waits for a snapshot of its own
+    after, effect = start.apply([TableChange("partition", "db.t_a")], cursor, matches)
     assert after.owned == {"db.t_m"} and after.pending == ("db.t_a",)
-    with pytest.raises(TableSetError):
-        start.apply([TableChange("partition", "db.t_m")], cursor, matches)
+    assert not effect.restart_cursor_table
+    # the main snapshot's table: read again from its first key
+    after, effect = start.apply([TableChange("partition", "db.t_m")], cursor, matches)
+    assert effect.restart_cursor_table and after.owned == {"db.t_a", "db.t_m"}
+    # the joining table: its own snapshot starts over
+    after, _ = start.apply([TableChange("partition", "db.t_q")], cursor, matches)
+    assert after.added is None and after.pending == ("db.t_q",)
+    assert after.next_added().added == "db.t_q"
+
+
+def test_a_table_created_and_dropped_in_one_range_is_streamed_to_its_reset():
+    """Its rows and its ``t`` are emitted, as they would be were the range cut between
+    the two statements; the table is not captured after the range."""
+    start = Membership(frozenset({"db.t_a"}))
+    after, effect = start.apply([create("db.t_n"), drop("db.t_n")], None, matches)
+    assert after == start and effect.streamed_from_creation == {"db.t_n"}
+    assert effect.joined == () and effect.left == ()
+    follow = TableFollow.at_start(["db.t_a"], None, None, effect.streamed_from_creation)
+    assert follow.statement((create("db.t_n"),), (1, 10)) == []
+    assert follow.state_at("db.t_n", (1, 20)) == ALL
+    assert follow.statement((drop("db.t_n"),), (1, 30)) == ["db.t_n"]
+    assert follow.state_at("db.t_n", (1, 40)) == NONE
 
 
 def test_tables_at_undoes_the_statements_since():
@@ -160,9 +179,12 @@ def test_a_table_created_in_the_range_is_owned_from_its_create_and_truncate_keep
     assert follow.state("db.t_n") == ALL
 
 
-def test_a_partition_drop_of_a_table_in_its_snapshot_is_refused():
+def test_a_partition_drop_of_a_table_in_its_snapshot_resets_what_the_stream_owned():
     added = SnapshotCursor("db.t_q", (9,))
-    follow = TableFollow.at_start(["db.t_q"], None, added)
+    main = SnapshotCursor("db.t_m", (4,))
+    follow = TableFollow.at_start(["db.t_m", "db.t_q"], main, added)
     assert follow.state("db.t_q") == Partial(added)
-    with pytest.raises(UnloggedRowChangeError):
-        follow.statement((TableChange("partition", "db.t_q"),), (1, 10))
+    partition = (TableChange("partition", "db.t_q"), TableChange("partition", "db.t_m"))
+    assert follow.statement(partition, (1, 10)) == ["db.t_q", "db.t_m"]
+    assert follow.state("db.t_q") == NONE and follow.state("db.t_m") == NONE
+    assert follow.state_at("db.t_m", (1, 5)) == Partial(main)
