@@ -21,6 +21,7 @@ from cdc_source.options import SourceOptions
 from coordinator.ddl_scan import DdlScan
 from coordinator.table_set import (
     MAX_DIFFERENCE,
+    THREE_MOVES_MAX,
     Membership,
     RangeEffect,
     TableSetError,
@@ -198,9 +199,12 @@ class CapturedTables:
         from cdc_source.mysql_client import read_head
 
         position = offset.binlog
+        # The tables first, then the head: undoing a statement between the two on tables
+        # listed before it changes nothing, whereas a table created after a head read
+        # would look like one that was there at P.
+        server_now = self._session(_all_tables)
         head = self._session(read_head)
         head_position = BinlogPosition(head[0], head[1])
-        server_now = self._session(_all_tables)
         changes = [p.change for p in self.ddl.changes(position, head_position)]
         then = tables_at(server_now, changes)
         matching = {n for n in then if self.matches(n)}
@@ -214,10 +218,10 @@ class CapturedTables:
             raise TableSetError(
                 f"cannot tell which of the tables matching 'database-name'/'table-name' at "
                 f"{position} this checkpoint captured: more than {MAX_DIFFERENCE} tables differ "
-                f"from its set (matching now: {len(self.matching_at_start)} tables), or tables "
-                "were dropped with their database. Change 'table-name' by at most "
-                f"{MAX_DIFFERENCE} tables a run, or start a new query with a new checkpoint "
-                "location"
+                f"from its set (more than 2 on a server with over {THREE_MOVES_MAX:,} tables; "
+                f"matching now: {len(self.matching_at_start)} tables), or tables were dropped "
+                f"with their database. Change 'table-name' by at most {MAX_DIFFERENCE} tables a "
+                "run, or start a new query with a new checkpoint location"
             )
         waiting, extra = found
         kept = {n for n in extra if self.matches(n)}  # re-created with IF NOT EXISTS

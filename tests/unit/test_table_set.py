@@ -188,3 +188,25 @@ def test_a_partition_drop_of_a_table_in_its_snapshot_resets_what_the_stream_owne
     assert follow.statement(partition, (1, 10)) == ["db.t_q", "db.t_m"]
     assert follow.state("db.t_q") == NONE and follow.state("db.t_m") == NONE
     assert follow.state_at("db.t_m", (1, 5)) == Partial(main)
+
+
+def test_one_or_two_tables_are_found_among_many_and_three_only_up_to_a_bound(monkeypatch):
+    """One or two moves cost O(n log n), so any server size is searched; three cost
+    O(n**2) and are searched only up to ``THREE_MOVES_MAX`` tables."""
+    import coordinator.table_set as table_set
+
+    owned = {f"db.t_{i}" for i in range(40_000)}
+    others = {f"db.u_{i}" for i in range(40_000)}
+    guess = (owned - {"db.t_7", "db.t_99"}) | {"db.u_5"}
+    found = explain_difference(table_fingerprint(owned), guess, others | {"db.t_7", "db.t_99"})
+    assert found is None  # three moves among 80,000 tables: not searched
+    monkeypatch.setattr(table_set, "THREE_MOVES_MAX", 200)
+    small = {f"db.t_{i}" for i in range(100)}
+    guess = (small - {"db.t_7", "db.t_9"}) | {"db.u_5"}
+    assert explain_difference(table_fingerprint(small), guess, {"db.t_7", "db.t_9"}) == (
+        {"db.u_5"},
+        {"db.t_7", "db.t_9"},
+    )
+    guess = (owned - {"db.t_7"}) | {"db.u_5"}
+    found = explain_difference(table_fingerprint(owned), guess, others | {"db.t_7"})
+    assert found == ({"db.u_5"}, {"db.t_7"})
