@@ -230,21 +230,27 @@ def _column_clause(column: str) -> re.Pattern:
 
 
 def key_breaking_target(
-    query: str, default_schema: str, keyed: dict[str, tuple[str, tuple[str, ...]]]
+    query: str,
+    default_schema: str,
+    keyed: dict[str, tuple[str, tuple[str, ...]]],
+    lower_case_names: bool = False,
 ) -> str | None:
     """The table of ``keyed`` (``{db.table: (key column, its unique indexes)}``) whose key
-    column, or one of whose unique indexes, ``query`` drops or changes; or None."""
+    column, or one of whose unique indexes, ``query`` drops or changes; or None.
+    ``lower_case_names``: lower_case_table_names=1, names read in lowercase
+    (:func:`cdc_source.binlog.ddl.table_changes`)."""
     query = query[_COMMENTS.match(query).end() :]
+    fold = str.lower if lower_case_names else str
     match = _DROP_INDEX.match(query)
     if match:
-        table = _qualified(match.group(2), match.group(3), default_schema)
+        table = fold(_qualified(match.group(2), match.group(3), default_schema))
         if table in keyed and _unquote(match.group(1)).lower() in _lower(keyed[table][1]):
             return table
         return None
     match = _ALTER.match(query)
     if not match:
         return None
-    table = _qualified(match.group(1), match.group(2), default_schema)
+    table = fold(_qualified(match.group(1), match.group(2), default_schema))
     if table not in keyed:
         return None
     column, indexes = keyed[table]

@@ -128,14 +128,16 @@ class CapturedTables:
     ) -> tuple[Membership, RangeEffect]:
         """The tables at ``head``, the first position of a run that starts without one
         (initial, snapshot and latest-offset mode): those matched when the query started,
-        with the tables created or dropped since (listed now, after ``head`` was read, so
-        that none created before it is missed; one created after it is taken as there,
-        and its CREATE, in the next range, then changes nothing). A table that came has
-        rows of its own: the main snapshot reads it in its turn, or, if its name sorts
-        before the main cursor's table, a snapshot of its own (:mod:`coordinator.
-        table_set`); without a snapshot (latest-offset) it is streamed from ``head``."""
+        with the tables created or dropped since. A table that came has rows of its own:
+        the main snapshot reads it in its turn, or, if its name sorts before the main
+        cursor's table, a snapshot of its own (:mod:`coordinator.table_set`); without a
+        snapshot (latest-offset) it is streamed from ``head``.
+
+        The tables are those at ``head`` exactly, as a restarted driver finds them from
+        the batch's end offset: listed now, with the statements between ``head`` and a
+        head read after the listing undone (:meth:`_tables_at`)."""
         membership = self.at(start)
-        now = {n for n in self._session(_all_tables) if self.matches(n)}
+        now = {n for n in self._tables_at(head) if self.matches(n)}
         kind = "populate" if start.snapshot is not None else "create"
         changes = [TableChange(kind, n) for n in sorted(now - membership.names)]
         changes += [TableChange("drop", n) for n in sorted(membership.names - now)]
@@ -191,21 +193,30 @@ class CapturedTables:
             return Membership(frozenset(guess), (), added)
         return self._explain(offset, added)
 
+    def _tables_now_and_since(self, position: BinlogPosition) -> tuple[set[str], list[TableChange]]:
+        """Every table on the server now, and the table statements since ``position``.
+        The tables first, then the head: undoing a statement written between the two on
+        tables listed before it changes nothing, whereas a table created after a head
+        read would look like one that was there at ``position``."""
+        from cdc_source.mysql_client import read_head
+
+        server_now = self._session(_all_tables)
+        head = self._session(read_head)
+        changes = [p.change for p in self.ddl.changes(position, BinlogPosition(head[0], head[1]))]
+        return server_now, changes
+
+    def _tables_at(self, position: BinlogPosition) -> set[str]:
+        """Every table on the server at ``position`` (a recent one)."""
+        return tables_at(*self._tables_now_and_since(position))
+
     def _explain(self, offset: SourceOffset, added: str | None) -> Membership:
         """Tables at the offset's position: the server's tables now with the statements
         since undone, checked against the offset's fingerprint; a difference of up to
         three tables (a widened or narrowed pattern, tables waiting for a snapshot) is
         found by its hash sum."""
-        from cdc_source.mysql_client import read_head
 
         position = offset.binlog
-        # The tables first, then the head: undoing a statement between the two on tables
-        # listed before it changes nothing, whereas a table created after a head read
-        # would look like one that was there at P.
-        server_now = self._session(_all_tables)
-        head = self._session(read_head)
-        head_position = BinlogPosition(head[0], head[1])
-        changes = [p.change for p in self.ddl.changes(position, head_position)]
+        server_now, changes = self._tables_now_and_since(position)
         then = tables_at(server_now, changes)
         matching = {n for n in then if self.matches(n)}
         guess = matching - {added}

@@ -110,7 +110,7 @@ class Planner:
                 len(chunks) + 1, rows, rows * max(schema.avg_row_bytes, 1)
             ):
                 return tuple(chunks), tuple(key_to_json(schema, lo))
-            hi = self.boundaries.chunk_end(schema, lo, None, size_of_chunk)
+            hi = self._chunk_end(schema, lo, None, size_of_chunk)
             chunks.append(ChunkSpec(schema, 0, lo, hi))
             if hi is None:
                 return tuple(chunks), None
@@ -125,19 +125,28 @@ class Planner:
         bound = None if until is None else key_from_json(schema, until)
         return tuple(self._key_range(schema, 0, lo, bound))
 
+    def _chunk_end(
+        self, schema: TableSchema, lo: tuple | None, bound: tuple | None, rows: int
+    ) -> tuple | None:
+        """The server's next chunk boundary; None (the rest is one chunk) for a table that
+        is gone: dropped since the batch's head was read (error 1146), or before this
+        driver could read its schema (a restart after it was dropped). Its task reads
+        that chunk as no rows, and the stream's reset of the table follows."""
+        if not schema.primary_key:
+            return None
+        try:
+            return self.boundaries.chunk_end(schema, lo, bound, rows)
+        except Exception as err:
+            if getattr(err, "args", None) and err.args[0] == ER_NO_SUCH_TABLE:
+                return None
+            raise
+
     def _key_range(self, schema: TableSchema, index: int, lo: tuple | None, bound: tuple | None):
         """The chunks of ``schema`` for keys in ``(lo, bound]``, walked from the server's
-        boundaries. A table dropped since the batch was planned gives the rest of the
-        range as one chunk, which its task reads as no rows (the stream's reset of the
-        table follows), so that the batch can still run."""
+        boundaries (a table gone: the rest of the range as one chunk)."""
         rows = chunk_rows(schema, self.chunk_size)
         while True:
-            try:
-                hi = self.boundaries.chunk_end(schema, lo, bound, rows)
-            except Exception as err:
-                if not (getattr(err, "args", None) and err.args[0] == ER_NO_SUCH_TABLE):
-                    raise
-                hi = None
+            hi = self._chunk_end(schema, lo, bound, rows)
             if hi is None or hi == bound:
                 yield ChunkSpec(schema, index, lo, bound)
                 return
@@ -179,7 +188,7 @@ class Planner:
             if chunks and not budget.allows(len(chunks) + 1, rows, size):
                 break
             lo = None if cursor.after is None else key_from_json(schema, cursor.after)
-            hi = self.boundaries.chunk_end(schema, lo, None, size_of_chunk)
+            hi = self._chunk_end(schema, lo, None, size_of_chunk)
             chunks.append(ChunkSpec(schema, index, lo, hi))
             progress = self.registry.progress(schema.name, schema.estimated_rows, size_of_chunk)
             progress.chunks_planned += 1

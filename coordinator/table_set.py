@@ -43,15 +43,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from cdc_source.binlog.ddl import TableChange
+from cdc_source.binlog.ddl import TableChange, TableSetError
+
+__all__ = ["Membership", "RangeEffect", "TableSetError", "explain_difference", "tables_at"]
 from cdc_source.offsets import FINGERPRINT_MASK, SnapshotCursor, table_fingerprint, table_hash
 
 Matches = Callable[[str], bool]  # whether a 'db.table' name matches table-name
 MAX_DIFFERENCE = 3
-
-
-class TableSetError(RuntimeError):
-    """The tables of a running capture cannot follow a statement or a restart."""
 
 
 def fully_owned(name: str, cursor: SnapshotCursor | None) -> bool:

@@ -279,7 +279,9 @@ class RangeReader:
         """A statement, for a task that follows its tables: the rows decoded so far of
         each table it resets come first, then the reset."""
         if self.keyed_by_column:
-            _check_chunk_key(self.keyed_by_column, schema or "", query, event)
+            _check_chunk_key(
+                self.keyed_by_column, schema or "", query, event, self.lower_case_names
+            )
         try:
             changes = table_changes(query, schema or "", self.lower_case_names)
         except DdlParseError as err:
@@ -427,7 +429,9 @@ class RangeReader:
 
     def _check_statement(self, schema: str, query: str, event: Event) -> None:
         if self.keyed_by_column:
-            _check_chunk_key(self.keyed_by_column, schema or "", query, event)
+            _check_chunk_key(
+                self.keyed_by_column, schema or "", query, event, self.lower_case_names
+            )
         try:
             changes = table_changes(query, schema or "", self.lower_case_names)
         except DdlParseError as err:
@@ -453,7 +457,11 @@ def removed_rows_of(change: TableChange, tables: set[str]) -> list[str]:
 
 
 def _check_chunk_key(
-    keyed: dict[str, tuple[str, tuple[str, ...]]], schema: str, query: str, event: Event
+    keyed: dict[str, tuple[str, tuple[str, ...]]],
+    schema: str,
+    query: str,
+    event: Event,
+    lower_case_names: bool = False,
 ) -> None:
     """A table without a primary key is keyed by a column whose uniqueness only its
     UNIQUE index guarantees: a statement that drops that index or changes the column
@@ -464,7 +472,7 @@ def _check_chunk_key(
     from cdc_source.chunk_key import OPTION, key_breaking_target
     from reader.schema_drift import SchemaChangedError
 
-    target = key_breaking_target(query, schema, keyed)
+    target = key_breaking_target(query, schema, keyed, lower_case_names)
     if target is None:
         return
     column, _ = keyed[target]

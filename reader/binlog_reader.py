@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_source.binlog.ddl import TableSetError
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import INTEGER_TYPES, TableSchema
 from cdc_source.keys import key_from_json, needs_weight
@@ -290,10 +291,13 @@ def _from_table_map(name: str, table_map, charsets) -> TableSchema:
     """The schema of a table the driver could not read (created and dropped within the
     batch's range), as its rows' TABLE_MAP describes it: its columns and primary key
     (binlog_row_metadata=FULL)."""
-    placeholder = replace(
-        _placeholder(name),
-        primary_key=tuple(table_map.primary_key or ()),
-    )
+    if not table_map.primary_key:
+        raise TableSetError(
+            f"{name} joined the capture (created and dropped between two batches) without "
+            "a primary key; its rows cannot be keyed. Narrow 'table-name' to exclude it, or "
+            "start a new query with a new checkpoint location"
+        )
+    placeholder = replace(_placeholder(name), primary_key=tuple(table_map.primary_key))
     return event_schema(placeholder, table_map, charsets)
 
 

@@ -56,7 +56,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["DdlParseError", "TableChange", "table_changes"]
+__all__ = ["DdlParseError", "TableChange", "TableSetError", "table_changes"]
+
+
+class TableSetError(RuntimeError):
+    """The tables of a running capture cannot follow a statement or a restart (raised by
+    the driver's table set and by a binlog task)."""
 
 
 class DdlParseError(ValueError):

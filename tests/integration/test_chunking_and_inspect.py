@@ -83,6 +83,7 @@ def test_chunks_hold_the_chunk_size_whatever_the_key_kind_or_distribution(server
     assert sizes[:-1] == [CHUNK] * (len(sizes) - 1)
 
 
+@pytest.mark.one_decoder  # a checkpoint's contents do not depend on the row decoder
 def test_inspect_reads_a_checkpoint_left_by_a_real_query(server, spark, tmp_path, capsys):
     database = server.fresh_database("inspect_it")
     server.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=database)

@@ -71,7 +71,12 @@ def test_snapshot_then_binlog_is_exactly_once_under_concurrent_writes(
     )
 
 
-@pytest.mark.parametrize("kind", [AUTO_INCREMENT, COMPOSITE], ids=["auto_increment", "composite"])
+@pytest.mark.parametrize(
+    "kind",
+    # The composite key's restarts once: both decoders restart with the integer key.
+    [AUTO_INCREMENT, pytest.param(COMPOSITE, marks=pytest.mark.one_decoder)],
+    ids=["auto_increment", "composite"],
+)
 def test_exactly_once_across_restarts_during_snapshot_and_after_handover(
     server, spark, tmp_path, kind
 ):

@@ -192,6 +192,7 @@ def _check_metadata(server, checkpoint, rows: list[dict], table_of) -> None:
         assert sorted(indexes) == list(range(len(indexes)))
 
 
+@pytest.mark.one_decoder  # the origins are the range reader's, above the row decoders
 def test_metadata_columns_typed_and_envelope_match_the_servers_binlog(server, spark, tmp_path):
     database = server.fresh_database("metadata_db")
     server.execute(

@@ -37,6 +37,7 @@ def _latest_state() -> dict:
     return [s for s in coordinator_states() if f"coordinator-{s['pid']}.json" == files[-1].name][0]
 
 
+@pytest.mark.one_decoder  # the hand-over's planning and release are the driver's
 def test_handover_batch_rerun_is_identical_and_metadata_is_released_at_the_covering_commit(
     server, spark, tmp_path
 ):

@@ -115,6 +115,7 @@ class NoKeyWriter(Writer):
             pass
 
 
+@pytest.mark.one_decoder  # the chunk key is read from decoded images by either decoder alike
 def test_a_table_keyed_by_a_unique_column_is_exactly_once_under_concurrent_writes(
     server, spark, tmp_path
 ):

@@ -1,4 +1,4 @@
-"""A minute of steady writes with a fault every 15 seconds (server restart, every
+"""Forty seconds of steady writes with a fault every 10 seconds (server restart, every
 connection cut, workers killed), the query never restarted: exact at the end, and memory
 and offsets do not grow with the run. ``bench/soak.py`` is the 30-minute
 version (CDC_MYSQL_SOAK_SECONDS lengthens this one); the suite keeps it short to stay
@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.integration.soak import FAULTS, run_soak
 
 ONE_DECODER = True
-SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "60"))
+SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "40"))
 
 
 def test_minutes_of_faults_under_writes_stay_exact_with_flat_memory(

@@ -170,6 +170,7 @@ def test_truncate_and_drop_of_a_typed_table_are_resets(server, spark, tmp_path):
     assert rebuilt == set(server.query("SELECT id, v FROM t", database=database)) == {(6, 7)}
 
 
+@pytest.mark.one_decoder  # the snapshot's visibility, not the row decoder, is under test
 def test_snapshot_is_exact_while_many_sessions_commit_hard(server, spark, tmp_path):
     """The binlog is written before the engine commits; chunks are read inside a consistent
     snapshot whose own binlog position is known, so no commit near a planned position is

@@ -196,3 +196,11 @@ def test_other_statements_do_not(query):
     from cdc_source.chunk_key import key_breaking_target
 
     assert key_breaking_target(query, "shop", KEYED) is None
+
+
+def test_a_statement_naming_the_table_in_another_case_breaks_the_key_under_lower_case_names():
+    from cdc_source.chunk_key import key_breaking_target
+
+    query = "ALTER TABLE Shop.Events DROP INDEX uk_code"
+    assert key_breaking_target(query, "shop", KEYED) is None  # lower_case_table_names=0
+    assert key_breaking_target(query, "Shop", KEYED, lower_case_names=True) == "shop.events"

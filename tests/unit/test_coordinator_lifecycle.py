@@ -224,11 +224,22 @@ def test_a_restarted_coordinator_walks_a_batch_whose_table_was_dropped_since():
     assert [c.table.table for c in batch.chunks] == ["a", "a", "b", "b", "b", "b"]
     rebuilt = Planner(tables, DroppedBoundaries(rows, dropped="b"), CHUNK_SIZE)
     walked = [(c.table.table, c.lo, c.hi) for c in rebuilt.chunks_between(start, batch.end)]
-    assert walked == [
+    expected = [
         ("a", (CHUNK_SIZE,), (2 * CHUNK_SIZE,)),
         ("a", (2 * CHUNK_SIZE,), None),
-        ("b", None, batch.end.snapshot.after and tuple(batch.end.snapshot.after)),
+        ("b", None, tuple(batch.end.snapshot.after)),
     ]
+    assert walked == expected
+    # A driver restarted after the DROP never read the table's schema: the same walk.
+    unread = TableSchema("shop", "b", (), ())
+    rebuilt = Planner([tables[0], unread, tables[2]], FakeBoundaries(rows), CHUNK_SIZE)
+    walked = [(c.table.table, c.lo, c.hi) for c in rebuilt.chunks_between(start, batch.end)]
+    assert [w[0] for w in walked] == ["a", "a", "b"] and walked[:2] == expected[:2]
+    # Planning a batch that reaches a table dropped since the head was read: its rest is
+    # one chunk and the batch goes on to the next table.
+    dropped = Planner(tables, DroppedBoundaries(rows, dropped="b"), CHUNK_SIZE)
+    batch = dropped.plan(start, FakeHead()(), 4)
+    assert [c.table.table for c in batch.chunks] == ["a", "a", "b", "c"]
 
 
 def test_after_the_handover_a_restarted_coordinator_holds_no_snapshot_metadata():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 TARGET = Path(__file__).resolve().parents[1] / "fuzz" / "fuzz_binlog.py"
-SECONDS = int(os.environ.get("CDC_MYSQL_FUZZ_SECONDS", "15"))
+SECONDS = int(os.environ.get("CDC_MYSQL_FUZZ_SECONDS", "8"))
 
 
 def test_fuzzing_the_decoders_finds_no_crash(tmp_path):
