@@ -9,3 +9,11 @@ from hypothesis import settings  # noqa: E402
 # on a loaded machine (CI runs the suite beside servers and Spark).
 settings.register_profile("cdc-mysql", deadline=None)
 settings.load_profile("cdc-mysql")
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """The integration tests mostly wait (on servers, Spark's scheduling, injected
+    faults): two processes, each with its own throwaway server and SparkSession, halve
+    the suite's time even on two cores. Against an external server
+    (``CDC_MYSQL_TEST_URL``) the processes would share its databases: one."""
+    return 1 if os.environ.get("CDC_MYSQL_TEST_URL") else 2

@@ -117,8 +117,11 @@ def _reset(sock: socket.socket) -> None:
 
 
 def python_workers() -> list[int]:
-    """PIDs of Spark's Python workers: processes forked by a ``pyspark.daemon``."""
-    daemons, children = set(), []
+    """PIDs of this test process's Spark's Python workers: processes forked by a
+    ``pyspark.daemon`` that descends from this process (the suite may run in several
+    processes, each with its own Spark, whose workers are not this one's to kill)."""
+    parents: dict[int, int] = {}
+    daemons: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -127,10 +130,21 @@ def python_workers() -> list[int]:
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
+        parents[int(entry.name)] = parent
         if b"pyspark.daemon" in cmdline:
             daemons.add(int(entry.name))
-            children.append((int(entry.name), parent))
-    return [pid for pid, parent in children if parent in daemons]
+    mine = {d for d in daemons if _descends_from(d, os.getpid(), parents)}
+    return [pid for pid, parent in parents.items() if parent in mine and pid in daemons]
+
+
+def _descends_from(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    seen = set()
+    while pid not in seen and pid > 1:
+        if pid == ancestor:
+            return True
+        seen.add(pid)
+        pid = parents.get(pid, 1)
+    return False
 
 
 def kill_python_workers() -> int:

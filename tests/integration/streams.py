@@ -40,6 +40,12 @@ def committed_batches(checkpoint: Path) -> set[int]:
     return {int(e.name) for e in directory.iterdir() if e.name.isdigit()}
 
 
+def batches_committed(checkpoint: Path) -> int:
+    """How many batches the query committed: the last batch id + 1. Not the number of
+    commit files, of which Spark keeps only the last 100 (minBatchesToRetain)."""
+    return max(committed_batches(checkpoint), default=-1) + 1
+
+
 def committed_position(checkpoint: Path) -> tuple[int, int]:
     """(file number, position) of the last committed batch's end once the stream owns
     every table; (0, 0) before that."""

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from tests.integration.streams import (
-    committed_batches,
+    batches_committed,
     handover_batch,
     read_output,
     server_head,
@@ -63,7 +63,7 @@ def test_exactly_once_on_a_local_cluster_with_separate_executor_jvms(server, spa
     try:
         _wait(lambda: handover_batch(checkpoint) is not None, 400, "the hand-over", process)
         handover = handover_batch(checkpoint)
-        _wait(lambda: len(committed_batches(checkpoint)) > handover + 2, 200, "stream", process)
+        _wait(lambda: batches_committed(checkpoint) > handover + 2, 200, "stream", process)
         writer.stop()
         (control / "head.json").write_text(json.dumps(server_head(server)))
         assert process.wait(timeout=300) == 0, (tmp_path / "cluster.log").read_text()[-3000:]

@@ -23,7 +23,7 @@ from tests.integration.faults import EnduringWriter
 from tests.integration.replication import ReplicatedPair, SwitchingProxy
 from tests.integration.streams import (
     StreamRun,
-    committed_batches,
+    batches_committed,
     handover_batch,
     largest_offset_bytes,
     read_output,
@@ -66,13 +66,13 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
         query = run.start()
         try:
             if phase == "snapshot":
-                wait_for(lambda: len(committed_batches(run.checkpoint)) >= 3, 240, "batches", query)
+                wait_for(lambda: batches_committed(run.checkpoint) >= 3, 240, "batches", query)
                 assert handover_batch(run.checkpoint) is None, "the fail-over is mid-snapshot"
             else:
                 wait_for(
                     lambda: (
                         (h := handover_batch(run.checkpoint)) is not None
-                        and len(committed_batches(run.checkpoint)) >= h + 3
+                        and batches_committed(run.checkpoint) >= h + 3
                     ),
                     300,
                     "stream batches on the old primary",
@@ -93,9 +93,7 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
                 query,
             )
             wait_for(
-                lambda: (
-                    len(committed_batches(run.checkpoint)) >= handover_batch(run.checkpoint) + 3
-                ),
+                lambda: batches_committed(run.checkpoint) >= handover_batch(run.checkpoint) + 3,
                 240,
                 "stream batches on the new primary",
                 query,

@@ -20,7 +20,7 @@ from tests.integration.faults import (
 from tests.integration.server import TEST_USER, TestServer
 from tests.integration.streams import (
     StreamRun,
-    committed_batches,
+    batches_committed,
     handover_batch,
     largest_offset_bytes,
     read_output,
@@ -51,8 +51,8 @@ def _finish(server, run: StreamRun, query, writer: EnduringWriter, database: str
 
 
 def _wait_batches(run: StreamRun, more: int, query, what: str, timeout: float = 240) -> None:
-    target = len(committed_batches(run.checkpoint)) + more
-    wait_for(lambda: len(committed_batches(run.checkpoint)) >= target, timeout, what, query)
+    target = batches_committed(run.checkpoint) + more
+    wait_for(lambda: batches_committed(run.checkpoint) >= target, timeout, what, query)
 
 
 def _crash(server: TestServer, down_seconds: float) -> None:
