@@ -12,6 +12,12 @@ Only GTID events are looked at; row images are never decoded. So the state is a 
 function of E and the binlog, and an offset built twice (a batch planned again after a
 driver restart) is the same string.
 
+On MariaDB the state at E without a state at S is asked of the server instead:
+``BINLOG_GTID_POS(file, pos)`` computes it from the same file, GTID_LIST plus GTID events
+(MariaDB ``sql/sql_repl.cc``, ``gtid_state_from_binlog_pos``), in C: 15 ms for a 105 MB
+file where this module's scan took 0.28 s, which was most of a first batch's planning.
+It returns NULL where E is not an event group boundary; the scan then gives the error.
+
 Why not ``SHOW MASTER STATUS``'s ``Executed_Gtid_Set`` or ``@@gtid_executed``: they are
 read apart from the position and can lag it, and ``gtid_executed`` grows only once the
 engine has committed (MySQL ``sql/rpl_source.cc`` ``show_binlog_info`` takes
@@ -28,7 +34,7 @@ from cdc_source.binlog.gtid_scan import apply_gtid_events
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
 from cdc_source.offsets import BinlogPosition
-from cdc_source.retry import RetryPolicy
+from cdc_source.retry import RetryPolicy, retrying
 
 log = logging.getLogger("cdc_mysql")
 
@@ -51,7 +57,9 @@ class GtidTracker:
         policy: RetryPolicy | None = None,
     ) -> None:
         self.flavor = flavor
-        self._source = DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
+        self._connect = connect
+        self._policy = policy or RetryPolicy(0)
+        self._source = DumpSource(connect, server_id, policy=self._policy)
         self.scans = 0
         self._warned = False
 
@@ -63,9 +71,40 @@ class GtidTracker:
             state = parse_state(start.gtids, self.flavor)
             origin = (start.file, start.pos)
         else:
-            state = MariaGtidPos() if self.flavor == "mariadb" else GtidSet()
-            origin = (end.file, 4)
+            known = self._asked_of_server(end)
+            if known is not None:
+                return known
+            return self.state_from_file(end)
         self._scan(state, origin, end)
+        return self._stored(state)
+
+    def state_from_file(self, end: BinlogPosition) -> str:
+        """The state at ``end`` from its file alone, read here: the file's starting state
+        (PREVIOUS_GTIDS, GTID_LIST) and its GTID events up to ``end``."""
+        state = MariaGtidPos() if self.flavor == "mariadb" else GtidSet()
+        self._scan(state, (end.file, 4), end)
+        return self._stored(state)
+
+    def _asked_of_server(self, end: BinlogPosition) -> str | None:
+        """MariaDB's own ``BINLOG_GTID_POS`` at ``end``, None where the server has none
+        (MySQL has no such function)."""
+        if self.flavor != "mariadb" or self._connect is None:
+            return None
+
+        def ask() -> str | None:
+            conn = self._connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (end.file, end.pos))
+                    (text,) = cur.fetchone()
+            finally:
+                conn.close()
+            return None if text is None else (text.decode() if isinstance(text, bytes) else text)
+
+        text = retrying(self._policy, "reading the GTID position of the batch's end", ask)
+        return None if text is None else self._stored(parse_state(text, self.flavor))
+
+    def _stored(self, state: GtidState) -> str:
         stored = compact(state)
         if len(stored) > OFFSET_GTID_TARGET and not self._warned:
             self._warned = True

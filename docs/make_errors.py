@@ -151,8 +151,9 @@ CLASSES: dict[str, tuple[str, str]] = {
     "TableSetError": (
         "tables joined or left the capture in a way the query cannot follow: a typed "
         "(single-table) query whose 'table-name' now matches another table; a joining table "
-        "without a primary key (also one created and dropped between two batches); a restart whose table set differs from the checkpoint's by "
-        "more than three tables, or after a DROP DATABASE",
+        "without a primary key (also one created and dropped between two batches); a "
+        "restart whose table set differs from the checkpoint's by more than three tables, or "
+        "after a DROP DATABASE",
         "narrow 'table-name', or change it by at most three tables a run; or start a new "
         "query with a new checkpoint location",
     ),

@@ -24,7 +24,7 @@ from cdc_source.offsets import BinlogPosition
 from cdc_source.options import parse_options
 from cdc_source.partitions import ChunkTask
 from coordinator.driver import QueryDriver
-from coordinator.gtid_tracker import GtidTracker
+from coordinator.gtid_tracker import GtidTracker, GtidTrackingError
 from reader.task_runner import run_task
 
 ONE_DECODER = True
@@ -170,7 +170,8 @@ def test_the_tracked_gtid_state_is_the_servers_own_across_files(private):
     expected = _server_gtid_pos(private)
     assert second.file != first.file
     assert tracker.at(first, second) == expected  # from the last state
-    assert tracker.at(None, second) == expected  # from the file's start
+    assert tracker.at(None, second) == expected  # BINLOG_GTID_POS, asked of the server
+    assert tracker.state_from_file(second) == expected  # read from the file's start
     assert tracker.at(first, first) == first.gtids
     # A domain of its own: MariaDB positions keep one GTID per domain.
     with private.admin() as conn, conn.cursor() as cur:
@@ -180,6 +181,10 @@ def test_the_tracked_gtid_state_is_the_servers_own_across_files(private):
     assert tracker.at(BinlogPosition(second.file, second.pos, expected), third) == (
         _server_gtid_pos(private)
     )
+    assert tracker.at(None, third) == tracker.state_from_file(third) == _server_gtid_pos(private)
+    inside = BinlogPosition(third.file, third.pos - 1)  # not an event group boundary
+    with pytest.raises(GtidTrackingError):
+        tracker.at(None, inside)
     assert "7-" in _server_gtid_pos(private)
 
 
