@@ -56,36 +56,70 @@ class DdlScan:
             return ()
         if self._last is not None and self._last[:2] == (key_start, key_end):
             return self._last[2]
-        found = tuple(self._read(start, end))
-        self._last = (key_start, key_end, found)
-        return found
+        self._read(start, end)
+        return self._last[2]
 
-    def _read(self, start: BinlogPosition, end: BinlogPosition):
+    def riding(self, start: BinlogPosition, end: BinlogPosition) -> RangeStatements | None:
+        """A collector of ``(start, end]``'s statements to hand to another pass over that
+        range (the GTID scan): once that pass has read the whole range, ``done()`` keeps
+        them as if this scan had read them. None when they are known already."""
+        if start.coordinates >= end.coordinates:
+            return None
+        if self._last is not None and self._last[:2] == (start.coordinates, end.coordinates):
+            return None
+        return RangeStatements(self, start, end, self._lower_case_names())
+
+    def _read(self, start: BinlogPosition, end: BinlogPosition) -> None:
         self.scans += 1
-        until = end.coordinates
-        lower_case_names = self._lower_case_names()
-        reader, events, close = self._source.open(start.file, start.pos, until)
-        reached = start.coordinates
+        collector = RangeStatements(self, start, end, self._lower_case_names())
+        reader, events, close = self._source.open(start.file, start.pos, end.coordinates)
         try:
             for event in events:
-                where = (_file_number(event.file), event.end_pos)
-                if where > until:
-                    break
-                reached = where
-                if event.type in (c.QUERY, c.QUERY_COMPRESSED):
-                    query = parse_query(event, reader.format)
-                    try:
-                        changes = table_changes(query.query, query.schema or "", lower_case_names)
-                    except DdlParseError as err:
-                        raise DdlParseError(f"{event.where}: {err}") from None
-                    for change in changes:
-                        yield PlacedChange(where, change)
-                if where == until:
+                if not collector(event, reader):
                     break
         finally:
             close()
-        if reached < until:
+        collector.done()
+
+
+class RangeStatements:
+    """The table statements of one range, from the events of a pass over it."""
+
+    def __init__(
+        self, scan: DdlScan, start: BinlogPosition, end: BinlogPosition, lower_case_names: bool
+    ) -> None:
+        self._scan, self.start, self.end = scan, start, end
+        self._lower_case_names = lower_case_names
+        self.reached = start.coordinates
+        self.found: list[PlacedChange] = []
+
+    def __call__(self, event, reader) -> bool:
+        """Takes one event of the pass; False once past the range."""
+        where = (_file_number(event.file), event.end_pos)
+        until = self.end.coordinates
+        if where > until:
+            return False
+        self.reached = where
+        if event.type in (c.QUERY, c.QUERY_COMPRESSED):
+            query = parse_query(event, reader.format)
+            try:
+                changes = table_changes(query.query, query.schema or "", self._lower_case_names)
+            except DdlParseError as err:
+                raise DdlParseError(f"{event.where}: {err}") from None
+            self.found.extend(PlacedChange(where, change) for change in changes)
+        return where < until
+
+    @property
+    def complete(self) -> bool:
+        return self.reached >= self.end.coordinates
+
+    def done(self) -> None:
+        """The pass read the whole range: its statements are the scan's for it."""
+        if self.reached < self.end.coordinates:
             raise DdlScanError(
-                f"the binlog ended at {reached} before the planned position {end} while its "
-                "table statements were read; the server lost binlog events it had reported"
+                f"the binlog ended at {self.reached} before the planned position {self.end} "
+                "while its table statements were read; the server lost binlog events it had "
+                "reported"
             )
+        key = (self.start.coordinates, self.end.coordinates)
+        self._scan._last = (*key, tuple(self.found))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from cdc_source.binlog.events import Event
 from cdc_source.binlog.gtid_scan import apply_gtid_events
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
@@ -63,20 +64,27 @@ class GtidTracker:
         self.scans = 0
         self._warned = False
 
-    def at(self, start: BinlogPosition | None, end: BinlogPosition) -> str:
-        """The GTID state at ``end`` as an offset stores it (:func:`cdc_source.gtid.compact`)."""
+    def at(
+        self,
+        start: BinlogPosition | None,
+        end: BinlogPosition,
+        also: Callable[[Event, object], None] | None = None,
+    ) -> str:
+        """The GTID state at ``end`` as an offset stores it (:func:`cdc_source.gtid.compact`).
+        ``also``: sees every event of ``(start, end]`` where this reads that range, so
+        that another pass over it can ride on this one (the driver's statement scan)."""
         if start is not None and start.gtids and start.coordinates <= end.coordinates:
             if start.coordinates == end.coordinates:
                 return start.gtids
             state = parse_state(start.gtids, self.flavor)
             origin = (start.file, start.pos)
+            self._scan(state, origin, end, also)
+            return self._stored(state)
         else:
             known = self._asked_of_server(end)
             if known is not None:
                 return known
             return self.state_from_file(end)
-        self._scan(state, origin, end)
-        return self._stored(state)
 
     def state_from_file(self, end: BinlogPosition) -> str:
         """The state at ``end`` from its file alone, read here: the file's starting state
@@ -117,9 +125,17 @@ class GtidTracker:
             )
         return stored
 
-    def _scan(self, state: GtidState, origin: tuple[str, int], end: BinlogPosition) -> None:
+    def _scan(
+        self,
+        state: GtidState,
+        origin: tuple[str, int],
+        end: BinlogPosition,
+        also: Callable[[Event, object], None] | None = None,
+    ) -> None:
         self.scans += 1
         reader, events, close = self._source.open(*origin, end.coordinates)
+        if also is not None:
+            events = _seen_by(events, also, reader)
         try:
             reached = apply_gtid_events(state, events, end.coordinates)
         finally:
@@ -134,6 +150,12 @@ class GtidTracker:
                 f"the binlog ended at {reached} before the planned position {end} while "
                 "reading its GTIDs; the server lost binlog events it had reported"
             )
+
+
+def _seen_by(events, also: Callable, reader):
+    for event in events:
+        also(event, reader)
+        yield event
 
 
 def _shape(state: GtidState) -> str:

@@ -327,3 +327,33 @@ def _chunk_tables(driver, start, end) -> set[str]:
     """The tables whose chunks the batch (start, end] reads."""
     tasks = driver.tasks(start, end)
     return {chunk.table.name for task in tasks for chunk in getattr(task, "chunks", ())}
+
+
+def test_the_statements_of_a_range_are_read_in_the_pass_that_finds_its_gtids(server):
+    """With GTIDs tracked, one pass over a batch range gives its GTID state and its table
+    statements: the statement scan reads nothing of its own, and a table created in the
+    range still joins."""
+    from cdc_source.datasource import discover
+    from cdc_source.offsets import SourceOffset, table_fingerprint
+    from cdc_source.options import parse_options
+    from coordinator.driver import QueryDriver
+
+    database = server.fresh_database("one_pass_db")
+    _create(server, database, "t_a", 10)
+    _create(server, database, "t_z", 1)  # two tables: the envelope, which tables may join
+    raw = server.source_options(database, rf"{database}\.t_.*")
+    options = parse_options({**raw, "scan.startup.mode": "latest-offset"})
+    tables = discover(options)
+    driver = QueryDriver(options, tables)
+    try:
+        first = driver.latest(SourceOffset(None, None, table_fingerprint([t.name for t in tables])))
+        _create(server, database, "t_b", 5)
+        server.execute("UPDATE t_a SET v = 0 WHERE id < 3", database=database)
+        end = driver.latest(first)
+        assert end.binlog.gtids and end.binlog.coordinates > first.binlog.coordinates
+        assert f"{database}.t_b" in driver.captured.at(end).owned
+        tasks = driver.tasks(first, end)
+        assert any(s.name == f"{database}.t_b" for t in tasks for s in t.streamed_from_creation)
+        assert driver.ddl.scans == 0
+    finally:
+        driver.close()
