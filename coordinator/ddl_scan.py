@@ -59,6 +59,10 @@ class DdlScan:
         self._read(start, end)
         return self._last[2]
 
+    def forget(self) -> None:
+        """Drop the range kept (a fail-over: positions now name another server's events)."""
+        self._last = None
+
     def riding(self, start: BinlogPosition, end: BinlogPosition) -> RangeStatements | None:
         """A collector of ``(start, end]``'s statements to hand to another pass over that
         range (the GTID scan): once that pass has read the whole range, ``done()`` keeps
@@ -92,6 +96,7 @@ class RangeStatements:
         self._lower_case_names = lower_case_names
         self.reached = start.coordinates
         self.found: list[PlacedChange] = []
+        self.began_before = False  # the pass read events at or before ``start``
 
     def __call__(self, event, reader) -> bool:
         """Takes one event of the pass; False once past the range."""
@@ -99,6 +104,9 @@ class RangeStatements:
         until = self.end.coordinates
         if where > until:
             return False
+        if where <= self.start.coordinates:
+            self.began_before = True  # not a pass from ``start``: its statements are not kept
+            return True
         self.reached = where
         if event.type in (c.QUERY, c.QUERY_COMPRESSED):
             query = parse_query(event, reader.format)
@@ -111,10 +119,13 @@ class RangeStatements:
 
     @property
     def complete(self) -> bool:
-        return self.reached >= self.end.coordinates
+        """Whether the pass read exactly the range: from ``start`` to ``end``."""
+        return not self.began_before and self.reached >= self.end.coordinates
 
     def done(self) -> None:
         """The pass read the whole range: its statements are the scan's for it."""
+        if self.began_before:
+            raise DdlScanError(f"a pass from before {self.start} cannot give its statements")
         if self.reached < self.end.coordinates:
             raise DdlScanError(
                 f"the binlog ended at {self.reached} before the planned position {self.end} "

@@ -203,6 +203,7 @@ class QueryDriver:
         )
         self._server_checked = False
         self._available = None
+        self.ddl.forget()  # the same coordinates name other events there
         self._server = None
         self._gtids = None
         if self.target is not None:  # availableNow: the head to reach is the new server's

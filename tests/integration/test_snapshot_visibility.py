@@ -182,7 +182,7 @@ def test_the_tracked_gtid_state_is_the_servers_own_across_files(private):
         _server_gtid_pos(private)
     )
     assert tracker.at(None, third) == tracker.state_from_file(third) == _server_gtid_pos(private)
-    inside = BinlogPosition(third.file, third.pos - 1)  # not an event group boundary
+    inside = BinlogPosition(third.file, third.pos - 1)  # not where an event ends
     with pytest.raises(GtidTrackingError):
         tracker.at(None, inside)
     assert "7-" in _server_gtid_pos(private)

@@ -210,3 +210,29 @@ def test_one_or_two_tables_are_found_among_many_and_three_only_up_to_a_bound(mon
     guess = (owned - {"db.t_7"}) | {"db.u_5"}
     found = explain_difference(table_fingerprint(owned), guess, others | {"db.t_7"})
     assert found == ({"db.u_5"}, {"db.t_7"})
+
+
+def test_statements_collected_by_a_pass_from_before_the_range_are_not_kept():
+    """The statement scan keeps what another pass collected only if that pass read the
+    range from its start: a pass from an earlier position would carry statements from
+    before it, or miss some if cut short."""
+    from types import SimpleNamespace
+
+    from cdc_source.offsets import BinlogPosition
+    from coordinator.ddl_scan import DdlScan
+
+    scan = DdlScan(lambda: None, 1)
+    start, end = BinlogPosition("binlog.000002", 100), BinlogPosition("binlog.000002", 300)
+    event = lambda pos: SimpleNamespace(file="binlog.000002", end_pos=pos, type=0)  # noqa: E731
+    early = scan.riding(start, end)
+    for pos in (50, 100, 200, 300):
+        early(event(pos), None)
+    assert not early.complete
+    whole = scan.riding(start, end)
+    for pos in (200, 300):
+        whole(event(pos), None)
+    short = scan.riding(start, end)
+    short(event(200), None)
+    assert whole.complete and not short.complete
+    whole.done()
+    assert scan.changes(start, end) == () and scan.scans == 0
