@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdc_source.binlog import constants as c
-from cdc_source.binlog.ddl import DdlParseError, TableChange, table_changes
+from cdc_source.binlog.ddl import TableChange, logged_table_changes
 from cdc_source.binlog.events import parse_query
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
@@ -110,10 +110,9 @@ class RangeStatements:
         self.reached = where
         if event.type in (c.QUERY, c.QUERY_COMPRESSED):
             query = parse_query(event, reader.format)
-            try:
-                changes = table_changes(query.query, query.schema or "", self._lower_case_names)
-            except DdlParseError as err:
-                raise DdlParseError(f"{event.where}: {err}") from None
+            changes = logged_table_changes(
+                query.query, query.schema or "", self._lower_case_names, event.where
+            )
             self.found.extend(PlacedChange(where, change) for change in changes)
         return where < until
 

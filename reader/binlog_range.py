@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cdc_source.binlog import constants as c
-from cdc_source.binlog.ddl import DdlParseError, TableChange, table_changes
+from cdc_source.binlog.ddl import TableChange, logged_table_changes
 from cdc_source.binlog.events import (
     Event,
     Format,
@@ -278,14 +278,7 @@ class RangeReader:
     ) -> Iterator[ChangeBlock | TableReset]:
         """A statement, for a task that follows its tables: the rows decoded so far of
         each table it resets come first, then the reset."""
-        if self.keyed_by_column:
-            _check_chunk_key(
-                self.keyed_by_column, schema or "", query, event, self.lower_case_names
-            )
-        try:
-            changes = table_changes(query, schema or "", self.lower_case_names)
-        except DdlParseError as err:
-            raise DdlParseError(f"{event.where}: {err}") from None
+        changes = self._statement_changes(schema, query, event)
         if not changes:
             return
         resets = self.follow.statement(changes, where)
@@ -427,15 +420,16 @@ class RangeReader:
         finally:
             close()
 
-    def _check_statement(self, schema: str, query: str, event: Event) -> None:
+    def _statement_changes(self, schema: str, query: str, event: Event):
+        """The table changes of a statement, after the chunk-key guard has seen it."""
         if self.keyed_by_column:
             _check_chunk_key(
                 self.keyed_by_column, schema or "", query, event, self.lower_case_names
             )
-        try:
-            changes = table_changes(query, schema or "", self.lower_case_names)
-        except DdlParseError as err:
-            raise DdlParseError(f"{event.where}: {err}") from None
+        return logged_table_changes(query, schema or "", self.lower_case_names, event.where)
+
+    def _check_statement(self, schema: str, query: str, event: Event) -> None:
+        changes = self._statement_changes(schema, query, event)
         hit = [t for change in changes for t in removed_rows_of(change, self.watched)]
         if hit:
             raise UnloggedRowChangeError(

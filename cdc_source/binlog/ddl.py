@@ -56,7 +56,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["DdlParseError", "TableChange", "TableSetError", "table_changes"]
+__all__ = [
+    "DdlParseError",
+    "TableChange",
+    "TableSetError",
+    "logged_table_changes",
+    "table_changes",
+]
 
 
 class TableSetError(RuntimeError):
@@ -238,6 +244,17 @@ def table_changes(
     if lower_case_names:
         changes = tuple(_lowered(c) for c in changes)
     return changes
+
+
+def logged_table_changes(
+    query: str, default_schema: str, lower_case_names: bool, where: str
+) -> tuple[TableChange, ...]:
+    """:func:`table_changes` of a binlog QUERY event; a statement that cannot be read is
+    a DdlParseError naming ``where`` (the event and its position)."""
+    try:
+        return table_changes(query, default_schema, lower_case_names)
+    except DdlParseError as err:
+        raise DdlParseError(f"{where}: {err}") from None
 
 
 def _lowered(change: TableChange) -> TableChange:
