@@ -69,15 +69,11 @@ def _summed_durations(progress) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def run_available_now(
-    spark,
-    options: dict[str, str],
-    checkpoint: str,
-    name: str,
-    details: dict | None = None,
-) -> Measurement:
-    """One availableNow query on ``checkpoint``; returns rows counted and wall seconds."""
-    reader = spark.readStream.format("cdc-mysql")
+def timed_available_now(spark, source: str, options: dict[str, str], checkpoint: str, name: str):
+    """One availableNow query of format ``source`` on ``checkpoint`` into the noop sink,
+    timed from building the reader to the end of ``awaitTermination()``; returns the
+    query and its seconds. A query that failed raises, naming ``name``."""
+    reader = spark.readStream.format(source)
     for key, value in options.items():
         reader = reader.option(key, value)
     began = time.perf_counter()
@@ -92,8 +88,36 @@ def run_available_now(
     seconds = time.perf_counter() - began
     if query.exception() is not None:
         raise RuntimeError(f"{name}: the query failed: {query.exception()}")
+    return query, seconds
+
+
+def timed_batch_read(spark, source: str, options: dict[str, str]) -> float:
+    """Seconds of ``spark.read.format(source)`` into ``write.format("noop")``, timed like
+    the JDBC peer."""
+    reader = spark.read.format(source)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    began = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - began
+
+
+def counted_rows(query) -> int:
+    """Rows the query read: ``numInputRows`` summed over its progress reports."""
+    return sum(int(p.numInputRows) for p in query.recentProgress)
+
+
+def run_available_now(
+    spark,
+    options: dict[str, str],
+    checkpoint: str,
+    name: str,
+    details: dict | None = None,
+) -> Measurement:
+    """One availableNow query on ``checkpoint``; returns rows counted and wall seconds."""
+    query, seconds = timed_available_now(spark, "cdc-mysql", options, checkpoint, name)
     progress = query.recentProgress
-    rows = sum(int(p.numInputRows) for p in progress)
+    rows = counted_rows(query)
     busy = [p for p in progress if p.numInputRows]
     info = dict(details or {})
     info.update(
@@ -112,12 +136,8 @@ def run_batch_read(spark, options: dict[str, str], rows: int, name: str) -> Meas
     """``spark.read.format("cdc-mysql")`` (one consistent snapshot, one Spark job) into
     ``write.format("noop")``, timed like the JDBC peer; ``rows``: the table's row count
     (the noop sink reports none)."""
-    reader = spark.read.format("cdc-mysql")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    began = time.perf_counter()
-    reader.load().write.format("noop").mode("overwrite").save()
-    return Measurement(name, "cdc-mysql", rows, time.perf_counter() - began, {"batch_read": True})
+    seconds = timed_batch_read(spark, "cdc-mysql", options)
+    return Measurement(name, "cdc-mysql", rows, seconds, {"batch_read": True})
 
 
 def streaming_floor(spark, checkpoint: str) -> float:
@@ -155,14 +175,4 @@ def streaming_floor(spark, checkpoint: str) -> float:
             return OneRowReader()
 
     spark.dataSource.register(OneRow)
-    began = time.perf_counter()
-    query = (
-        spark.readStream.format("bench-one-row")
-        .load()
-        .writeStream.format("noop")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return time.perf_counter() - began
+    return timed_available_now(spark, "bench-one-row", {}, checkpoint, "the one-row query")[1]

@@ -12,6 +12,7 @@ import io
 import pstats
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import workload
@@ -42,27 +43,45 @@ def _timed_and_profiled(label: str, make_batches: Callable[[], Any]) -> dict[str
     return {"rows": rows, "seconds": round(seconds, 3), "top_by_tottime": text}
 
 
-def profile_readers(
-    bench, server_ids: tuple[int, int], binlog_range: tuple[tuple, tuple] | None
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class InProcessReader:
+    """What running the source's task types in the bench process needs: the parsed
+    options, the captured tables, the connection and the binlog head to read as of."""
+
+    options: Any
+    tables: tuple
+    kwargs: dict
+    target: Any
+
+
+def in_process_reader(bench, table: str) -> InProcessReader:
     from cdc_source.datasource import discover
     from cdc_source.mysql_client import connect, read_head
     from cdc_source.offsets import BinlogPosition
     from cdc_source.options import parse_options
-    from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
-    from reader.task_runner import run_task
 
-    options = parse_options(bench.source_options(workload.TABLE))
+    options = parse_options(bench.source_options(table))
     tables = tuple(sorted(discover(options), key=lambda t: t.name))
     kwargs = options.connection_kwargs()
-    result: dict[str, Any] = {}
-
     conn = connect(kwargs)
     try:
         file, pos, gtids, ts = read_head(conn)
     finally:
         conn.close()
-    target = BinlogPosition(file, pos, gtids, ts)
+    return InProcessReader(options, tables, kwargs, BinlogPosition(file, pos, gtids, ts))
+
+
+def profile_readers(
+    bench, server_ids: tuple[int, int], binlog_range: tuple[tuple, tuple] | None
+) -> dict[str, Any]:
+    from cdc_source.offsets import BinlogPosition
+    from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
+    from reader.task_runner import run_task
+
+    setup = in_process_reader(bench, workload.TABLE)
+    options, tables, kwargs, target = setup.options, setup.tables, setup.kwargs, setup.target
+    result: dict[str, Any] = {}
+
     rows = min(PROFILE_CHUNK_ROWS, bench.results["table"]["rows"])
     chunk = ChunkSpec(tables[0], 0, None, (rows,))
     chunk_task = ChunkTask((chunk,), target, server_ids[0], options.fetch_size)

@@ -12,7 +12,7 @@ class Measurement:
     """One timed run. ``rows`` is what the run counted, not what it was asked to read."""
 
     name: str
-    kind: str  # "cdc-mysql" or "peer"
+    kind: str  # "cdc-mysql", "peer" or "ceiling" (bench/ceiling.py)
     rows: int
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
@@ -64,7 +64,7 @@ def render(title: str, runs: list[Measurement], peers: list[Measurement]) -> str
             f"{run.rows_per_second:,.0f}",
             f"{run.details['load_1m']:.1f}" if "load_1m" in run.details else "",
         ]
-        cells += [ratio(run, p) if run.kind == "cdc-mysql" else "" for p in measured_peers]
+        cells += [ratio(run, p) if run.kind != "peer" else "" for p in measured_peers]
         lines.append(cells)
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
 

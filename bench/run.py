@@ -23,6 +23,14 @@ from typing import Any
 
 import workload
 from cdc_runs import SnapshotConfig, run_available_now, run_batch_read, streaming_floor
+from ceiling import (
+    register_replay_source,
+    replay_batch,
+    replay_options,
+    replay_streaming,
+    write_replay_file,
+)
+from cpu_use import CpuMeter, describe, jvm_pid
 from peers import find_jdbc_jar, jdbc_read, pymysql_scan, short_error
 from report import Measurement, best_of, load_average, render, skipped
 from typed_table import TYPED_TABLE, load_typed
@@ -164,12 +172,23 @@ def say(message: str) -> None:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, info, work_dir: Path) -> None:
+    def __init__(self, args: argparse.Namespace, info, work_dir: Path, server_pid: int) -> None:
         self.args = args
         self.info = info
         self.work_dir = work_dir
+        self.server_pid = server_pid
         self.results: dict[str, Any] = {}
         self._checkpoints = 0
+
+    def metered(self, spark, call: Callable[[], Measurement]) -> Measurement:
+        """``timed(call)``, with the CPU seconds of the server, the JVM and Spark's Python
+        processes during it (bench/cpu_use.py) in ``details["cpu_seconds"]``."""
+        if not os.path.isdir("/proc"):
+            return timed(call)
+        with CpuMeter(self.server_pid, jvm_pid(spark)) as meter:
+            measurement = timed(call)
+        measurement.details["cpu_seconds"] = meter.seconds
+        return measurement
 
     def checkpoint(self) -> str:
         self._checkpoints += 1
@@ -260,21 +279,24 @@ class Bench:
                 continue
             say(f"snapshot peer: Spark JDBC, {count} partition(s), {table}")
             try:
-                peers.append(timed(lambda c=count: self._jdbc(spark, jar, table, rows, c)))
+                peers.append(
+                    self.metered(spark, lambda c=count: self._jdbc(spark, jar, table, rows, c))
+                )
             except Exception as err:  # the peer is optional: say why it is missing
                 peers.append(skipped(name, short_error(err)))
         return peers
 
     def _snapshot_source(self, spark, config: SnapshotConfig, table: str, rows: int) -> Measurement:
         say(f"snapshot: cdc-mysql {config.label}, {table}")
-        run = timed(
+        run = self.metered(
+            spark,
             lambda: run_available_now(
                 spark,
                 self.source_options(table, **config.options()),
                 self.checkpoint(),
                 f"cdc-mysql {config.label}",
                 {"config": config.options()},
-            )
+            ),
         )
         if run.rows != rows:
             run.details["warning"] = f"counted {run.rows:,} rows, the table has {rows:,}"
@@ -318,6 +340,7 @@ class Bench:
 
     def _snapshot_table(self, spark, jar, jar_problem, table, rows, configs) -> tuple[str, dict]:
         args = self.args
+        replay = self._replay_options(spark, table, rows)
         peer_rounds: list[list[Measurement]] = []
         run_rounds: list[list[Measurement]] = []
         for _ in range(args.repeat):
@@ -331,11 +354,16 @@ class Bench:
                     )
                 )
             )
+            say(f"snapshot ceiling: Spark ingesting the source's batches from memory, {table}")
+            runs.append(
+                self.metered(spark, lambda: replay_streaming(spark, replay, self.checkpoint()))
+            )
+            runs.append(timed(lambda: replay_batch(spark, replay, rows)))
             run_rounds.append(runs)
         peers = [best_of(list(group)) for group in zip(*peer_rounds)]
         runs = [best_of(list(group)) for group in zip(*run_rounds)]
         default = runs[0]
-        best = max(runs, key=lambda r: r.rows_per_second)
+        best = max((r for r in runs if r.kind == "cdc-mysql"), key=lambda r: r.rows_per_second)
         stats = self.results["table"] if table == workload.TABLE else self.results["typed_table"]
         title = (
             f"Snapshot of {table}: {rows:,} rows (~{stats['avg_row_text_bytes']:.0f} bytes/row "
@@ -357,6 +385,7 @@ class Bench:
         if share is not None:
             text += f"\nper-batch overhead at the defaults: {share:.1%} of the batches' time"
         text += f"\nbest config: {best.name}  {best.rows_per_second:,.0f} rows/s"
+        text += cpu_lines([default, *peers, *runs], rows)
         result = {
             "runs": [r.to_json() for r in runs],
             "peers": [p.to_json() for p in peers],
@@ -365,6 +394,23 @@ class Bench:
             "batch_overhead_share": share,
         }
         return text, result
+
+    def _replay_options(self, spark, table: str, rows: int) -> dict[str, str]:
+        """The ceiling's input (bench/ceiling.py): the source's batches of ``table`` in an
+        Arrow file, its Spark schema, and the source's default snapshot parallelism."""
+        from cdc_source.options import default_snapshot_parallelism
+
+        say(f"snapshot ceiling: writing the source's batches of {table} to an Arrow file")
+        path = self.work_dir / f"replay-{table}.arrow"
+        written = write_replay_file(self, table, path)
+        if written != rows:
+            raise RuntimeError(f"the replay file of {table} holds {written:,} rows, not {rows:,}")
+        reader = spark.readStream.format("cdc-mysql")
+        for key, value in self.source_options(table).items():
+            reader = reader.option(key, value)
+        schema = reader.load().schema.json()
+        register_replay_source(spark)
+        return replay_options(path, schema, default_snapshot_parallelism())
 
     # -- binlog ---------------------------------------------------------------------------
     def binlog(self, spark) -> str:
@@ -422,6 +468,22 @@ class Bench:
         return "\n".join(lines)
 
 
+def cpu_lines(measurements: list[Measurement], rows: int) -> str:
+    """One line per run that was metered: whose CPU seconds it spent."""
+    seen, lines = set(), []
+    for run in measurements:
+        seconds = run.details.get("cpu_seconds")
+        if seconds is None or run.name in seen:
+            continue
+        seen.add(run.name)
+        lines.append(f"  {run.name}: {describe(seconds, rows)}")
+    if not lines:
+        return ""
+    return "\nCPU seconds during the run (server, Spark's JVM, Spark's Python processes):\n" + (
+        "\n".join(lines)
+    )
+
+
 def write_results(args: argparse.Namespace, results: dict[str, Any]) -> Path:
     import pymysqlreplication
     import pyspark
@@ -462,7 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # start() inside the try: a server that fails half-way is stopped too (a `with`
         # block would not call __exit__ when __enter__ raises).
-        bench = Bench(args, server.start(), work_dir)
+        info = server.start()
+        bench = Bench(args, info, work_dir, server.process.pid)
         bench.load()
         spark = build_spark(args.master, jar)
         try:

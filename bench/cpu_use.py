@@ -1,0 +1,150 @@
+"""Where the cores go during one run: CPU seconds of the server, Spark's JVM and Spark's
+Python processes, read from ``/proc`` before and after (Linux only).
+
+On a machine where the server, the JVM and the Python workers share two cores, a read
+that keeps both cores busy is decided by the CPU it spends per row in all three, not by
+any one of them; these figures show that split for the source and for the JDBC peer.
+
+Accounting: a process's CPU is its own ``utime + stime`` plus ``cutime + cstime``, the
+CPU of children it has reaped. A Python process that ran and exited during the run (the
+streaming source's planner, for one) is reaped by its parent, so its whole CPU shows up
+as the difference of the parent's ``cutime + cstime``; the JVM's reaped children are
+Python processes, so they are counted as Python, not JVM. Before and after a run the
+meter waits (at most ``SETTLE_SECONDS``) until every child of the JVM is one of Spark's
+long-lived worker daemons: the streaming source's runner, a process of its own per query,
+is then gone and counted, not half in one run and half in the next.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+SETTLE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ProcessCpu:
+    """One process's CPU seconds: its own, and its reaped children's."""
+
+    pid: int
+    parent: int
+    name: str
+    own: float
+    children: float
+    zombie: bool = False  # exited, not yet reaped: its times are still reported
+
+
+def parse_stat(text: str, ticks_per_second: float) -> ProcessCpu:
+    """``/proc/<pid>/stat``; the name sits in parentheses and may hold spaces."""
+    head, _, tail = text.rpartition(")")
+    pid_text, _, name = head.partition(" (")
+    fields = tail.split()
+    # after the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+    utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
+    return ProcessCpu(
+        int(pid_text),
+        int(fields[1]),
+        name,
+        (utime + stime) / ticks_per_second,
+        (cutime + cstime) / ticks_per_second,
+        fields[0] == "Z",
+    )
+
+
+def read_processes() -> dict[int, ProcessCpu]:
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    found: dict[int, ProcessCpu] = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            found[int(entry.name)] = parse_stat((entry / "stat").read_text(), ticks)
+        except (OSError, ValueError, IndexError):  # gone meanwhile
+            continue
+    return found
+
+
+def descendants(processes: dict[int, ProcessCpu], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for process in processes.values():
+        children.setdefault(process.parent, []).append(process.pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def split_by_group(processes: dict[int, ProcessCpu], server: int, jvm: int) -> dict[str, float]:
+    """CPU seconds so far of the server, the JVM and the JVM's Python descendants."""
+    python = descendants(processes, jvm)
+    groups = {"server": 0.0, "jvm": 0.0, "spark python": 0.0}
+    if server in processes:
+        groups["server"] = processes[server].own + processes[server].children
+    if jvm in processes:
+        groups["jvm"] = processes[jvm].own
+        groups["spark python"] = processes[jvm].children
+    for pid in python:
+        groups["spark python"] += processes[pid].own + processes[pid].children
+    return groups
+
+
+def transient_children(processes: dict[int, ProcessCpu], jvm: int) -> list[int]:
+    """Running children of the JVM that are not Spark's reused worker daemons
+    (``pyspark.daemon``). A zombie is left out: it has stopped running, and the JVM may
+    never reap it (a ``bash`` it started, here)."""
+    found = []
+    for process in processes.values():
+        if process.parent != jvm or process.zombie:
+            continue
+        try:
+            command = (PROC / str(process.pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"pyspark.daemon" not in command:
+            found.append(process.pid)
+    return found
+
+
+def settled_processes(jvm: int) -> dict[int, ProcessCpu]:
+    """The processes, once the JVM's per-query children have exited (or the wait ran out)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        processes = read_processes()
+        if not transient_children(processes, jvm) or time.monotonic() > deadline:
+            return processes
+        time.sleep(0.05)
+
+
+class CpuMeter:
+    """``with CpuMeter(server_pid, jvm_pid) as meter: ...``; then ``meter.seconds``."""
+
+    def __init__(self, server: int, jvm: int) -> None:
+        self.server, self.jvm = server, jvm
+        self.seconds: dict[str, float] = {}
+        self._before: dict[str, float] = {}
+
+    def __enter__(self) -> CpuMeter:
+        self._before = split_by_group(settled_processes(self.jvm), self.server, self.jvm)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        after = split_by_group(settled_processes(self.jvm), self.server, self.jvm)
+        self.seconds = {k: round(after[k] - self._before[k], 2) for k in after}
+
+
+def jvm_pid(spark) -> int:
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+
+
+def describe(seconds: dict[str, float], rows: int) -> str:
+    total = sum(seconds.values())
+    parts = ", ".join(f"{name} {value:.2f}" for name, value in seconds.items())
+    per_million = total / rows * 1e6 if rows else 0.0
+    return f"{parts}; total {total:.2f} CPU s ({per_million:.2f} per million rows)"

@@ -1,0 +1,55 @@
+"""The benchmark's CPU accounting (bench/cpu_use.py): pure parsing and grouping."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from cpu_use import ProcessCpu, descendants, parse_stat, split_by_group  # noqa: E402
+
+
+def _stat(pid, name, ppid, utime, stime, cutime, cstime, state="S"):
+    # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+    # utime stime cutime cstime ...
+    fields = [state, ppid, 1, 1, 0, -1, 0, 0, 0, 0, 0, utime, stime, cutime, cstime, 20, 0]
+    return f"{pid} ({name}) " + " ".join(str(f) for f in fields)
+
+
+def test_a_stat_line_whose_name_holds_spaces_and_parentheses_is_read_from_the_last_paren():
+    cpu = parse_stat(_stat(42, "py (x) y", 7, 100, 50, 30, 20), 100.0)
+    assert cpu == ProcessCpu(42, 7, "py (x) y", 1.5, 0.5)
+
+
+def test_a_zombie_keeps_its_times_and_is_marked():
+    cpu = parse_stat(_stat(8, "bash", 7, 0, 1, 7, 4, state="Z"), 100.0)
+    assert cpu == ProcessCpu(8, 7, "bash", 0.01, 0.11, zombie=True)
+
+
+def test_descendants_follow_every_generation_and_no_other_branch():
+    processes = {
+        pid: ProcessCpu(pid, parent, "p", 0.0, 0.0)
+        for pid, parent in [(1, 0), (10, 1), (11, 10), (12, 11), (20, 1), (21, 20)]
+    }
+    assert descendants(processes, 10) == {11, 12}
+    assert descendants(processes, 12) == set()
+
+
+def test_groups_count_the_jvms_reaped_children_and_live_descendants_as_python():
+    processes = {
+        5: ProcessCpu(5, 1, "mariadbd", 3.0, 0.0),
+        9: ProcessCpu(9, 1, "java", 7.0, 2.0),  # 2.0: a streaming runner it reaped
+        12: ProcessCpu(12, 9, "python3", 0.5, 1.5),  # a daemon and its reaped workers
+        13: ProcessCpu(13, 12, "python3", 0.25, 0.0),
+        99: ProcessCpu(99, 1, "python3", 8.0, 0.0),  # not Spark's: not counted
+    }
+    assert split_by_group(processes, server=5, jvm=9) == {
+        "server": 3.0,
+        "jvm": 7.0,
+        "spark python": 4.25,
+    }
+
+
+def test_a_server_or_jvm_that_is_gone_counts_nothing():
+    assert split_by_group({}, server=5, jvm=9) == {"server": 0.0, "jvm": 0.0, "spark python": 0.0}
