@@ -142,9 +142,11 @@ class CdcSnapshotReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         from coordinator.driver import QueryDriver
+        from reader.row_decoding import native_splitter
 
         _configure_logging(driver=True)
-        driver = QueryDriver(self.options, list(self.tables))
+        splitter = native_splitter(self.options.binlog_decoder)
+        driver = QueryDriver(self.options, list(self.tables), splitter)
         try:
             return [CdcPartition(task, self.tables) for task in driver.snapshot_tasks()]
         finally:
@@ -197,7 +199,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def driver(self):
         if self._driver is None:
             from coordinator.driver import QueryDriver
-            from reader.row_decoding import decoder_name
+            from reader.row_decoding import decoder_name, native_splitter
 
             _configure_logging(driver=True)
             log.info(
@@ -205,7 +207,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 decoder_name(self.options.binlog_decoder),
                 self.options.binlog_decoder,
             )
-            self._driver = QueryDriver(self.options, list(self.tables))
+            splitter = native_splitter(self.options.binlog_decoder)
+            self._driver = QueryDriver(self.options, list(self.tables), splitter)
         return self._driver
 
     def initialOffset(self) -> dict:

@@ -43,8 +43,9 @@ class DdlScan:
         server_id: int,
         policy: RetryPolicy | None = None,
         lower_case_names: Callable[[], bool] = lambda: False,
+        source: DumpSource | None = None,
     ) -> None:
-        self._source = DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
+        self._source = source or DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
         self._lower_case_names = lower_case_names  # the server's, read when first needed
         self._last: tuple[tuple, tuple, tuple[PlacedChange, ...]] | None = None
         self.scans = 0

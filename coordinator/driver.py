@@ -60,7 +60,12 @@ class QueryDriver:
     (``cdc_source.datasource``) turns Spark's calls into calls of this class and its
     tasks into partitions; everything here is plain Python over offsets and tasks."""
 
-    def __init__(self, options: SourceOptions, tables: list[TableSchema]) -> None:
+    def __init__(self, options: SourceOptions, tables: list[TableSchema], splitter=None) -> None:
+        """``splitter``: the native packet/event splitter (``split_events`` of the
+        reader's extension, handed in by ``cdc_source``, which may import both sides)
+        for the driver's passes over a range, or None to split events in Python. Those
+        passes read every event of a batch's range: framed in Python, a range of many
+        small transactions cost the driver several times what its tasks spent reading it."""
         self.options = options
         self.tables = tables
         policy = options.retry_policy()
@@ -74,6 +79,9 @@ class QueryDriver:
         self.session = Reconnecting(open_session, policy, "the driver's head read or check")
         self.boundaries = ServerBoundarySource(open_session, policy)
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
+        # Every pass of the driver over the binlog (statements, XA, GTIDs, batch ends,
+        # the start's resolution) reads with the range's last server id, one at a time.
+        self._dump = DumpSource(open_session, options.server_ids.last, splitter, policy)
         # Which tables are captured at each offset, as statements create, drop and rename
         # them (coordinator/table_set.py); one output table means typed output.
         self.ddl = DdlScan(
@@ -81,12 +89,13 @@ class QueryDriver:
             options.server_ids.last,
             policy,
             lambda: self.traits().lower_case_names,
+            source=self._dump,
         )
         self.captured = CapturedTables(
             options, tables, self.session.run, self.ddl, typed=not is_envelope(tables)
         )
         # The driver reads the binlog only between batches, with the range's last id.
-        self.xa = XaWatermark(open_session, options.server_ids.last, policy)
+        self.xa = XaWatermark(open_session, options.server_ids.last, policy, self._dump)
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
         self._available: BinlogPosition | None = None  # the last batch start found on the server
@@ -96,9 +105,8 @@ class QueryDriver:
         self._server_checked = False
         self._relocated: dict[BinlogPosition, BinlogPosition] = {}
         self._refreeze = False
-        self._dump = DumpSource(open_session, options.server_ids.last, policy=policy)
         self.batch_ends = BatchEnds(
-            open_session, options.server_ids.last, {t.name for t in tables}, policy
+            open_session, options.server_ids.last, {t.name for t in tables}, policy, self._dump
         )
         self._start: BinlogPosition | None = None  # the resolved start of this run's mode
         self.finished: SourceOffset | None = None  # snapshot mode, once past the hand-over
@@ -123,6 +131,7 @@ class QueryDriver:
                     self.options.server_ids.last,
                     self._server.flavor,
                     self.options.retry_policy(),
+                    self._dump,
                 )
         return self._server
 

@@ -57,11 +57,12 @@ class GtidTracker:
         server_id: int,
         flavor: str,
         policy: RetryPolicy | None = None,
+        source: DumpSource | None = None,
     ) -> None:
         self.flavor = flavor
         self._connect = connect
         self._policy = policy or RetryPolicy(0)
-        self._source = DumpSource(connect, server_id, policy=self._policy)
+        self._source = source or DumpSource(connect, server_id, policy=self._policy)
         self.scans = 0
         self._warned = False
 

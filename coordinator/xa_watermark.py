@@ -40,11 +40,15 @@ class XaWatermarkError(RuntimeError):
 
 class XaWatermark:
     def __init__(
-        self, connect: Callable[[], object], server_id: int, policy: RetryPolicy | None = None
+        self,
+        connect: Callable[[], object],
+        server_id: int,
+        policy: RetryPolicy | None = None,
+        source: DumpSource | None = None,
     ) -> None:
         self.policy = policy or RetryPolicy(max_retries=0)
         self._connect = connect
-        self._source = DumpSource(connect, server_id, policy=self.policy)
+        self._source = source or DumpSource(connect, server_id, policy=self.policy)
         self.scans = 0  # binlog scans done (tests and logs)
 
     def at(self, start: BinlogPosition | None, end: BinlogPosition) -> Position | None:
