@@ -95,6 +95,7 @@ class RangeStatements:
     ) -> None:
         self._scan, self.start, self.end = scan, start, end
         self._lower_case_names = lower_case_names
+        self._from, self._until = start.coordinates, end.coordinates  # read per event
         self.reached = start.coordinates
         self.found: list[PlacedChange] = []
         self.began_before = False  # the pass read events at or before ``start``
@@ -102,10 +103,10 @@ class RangeStatements:
     def __call__(self, event, reader) -> bool:
         """Takes one event of the pass; False once past the range."""
         where = (_file_number(event.file), event.end_pos)
-        until = self.end.coordinates
+        until = self._until
         if where > until:
             return False
-        if where <= self.start.coordinates:
+        if where <= self._from:
             self.began_before = True  # not a pass from ``start``: its statements are not kept
             return True
         self.reached = where
@@ -116,6 +117,15 @@ class RangeStatements:
             )
             self.found.extend(PlacedChange(where, change) for change in changes)
         return where < until
+
+    def narrow(self, end: BinlogPosition) -> None:
+        """The pass went on past ``end``, where the batch ends (a transaction boundary
+        before this collector's end): keep the range ``(start, end]`` and its statements."""
+        if end.coordinates > self._until:
+            raise ValueError(f"{end} is past the range's end {self.end}")  # internal
+        self.end, self._until = end, end.coordinates
+        self.reached = min(self.reached, self._until)
+        self.found = [placed for placed in self.found if placed.where <= self._until]
 
     @property
     def complete(self) -> bool:

@@ -148,11 +148,29 @@ class QueryDriver:
         self.traits()
         if self._gtids is None:
             return end
+        if end.gtids and start is not None and start.coordinates <= end.coordinates:
+            return end  # read with the end itself (_stream_end): a function of the position
         riding = self.ddl.riding(start, end) if start is not None else None
         gtids = self._gtids.at(start, end, riding)
         if riding is not None and riding.complete:
             riding.done()
         return replace(end, gtids=gtids)
+
+    def _stream_end(
+        self, start: BinlogPosition, head: BinlogPosition, limit: StreamLimit
+    ) -> BinlogPosition:
+        """Where a stream batch from ``start`` ends (:mod:`coordinator.batch_end`). Where
+        that reads the range, the end's GTID state and the range's statements are read in
+        the same pass, and :meth:`_with_gtids` finds them done."""
+        if not self.batch_ends.reads(start, head, limit):
+            return head
+        self.traits()
+        if self._gtids is None or not start.gtids:
+            return self.batch_ends.end(start, head, limit)
+        state = parse_state(start.gtids, self._server.flavor)
+        riding = self.ddl.riding(start, head)
+        end = self.batch_ends.end_with(start, head, limit, state, riding)
+        return replace(end, gtids=self._gtids.stored(state))
 
     def freeze_target(self) -> None:
         self.target = self.head()
@@ -309,7 +327,7 @@ class QueryDriver:
             return start
         if start.binlog is not None and moved:
             self.batch_ends.tables = members.names
-            head = self.batch_ends.end(start.binlog, head, self._stream_limit(max_rows, max_bytes))
+            head = self._stream_end(start.binlog, head, self._stream_limit(max_rows, max_bytes))
         elif start.binlog is not None:
             head = start.binlog  # no new binlog: a batch of the joining table's snapshot only
         head = self._with_gtids(start.binlog, self._with_xa(start.binlog, head))

@@ -81,7 +81,7 @@ class GtidTracker:
             state = parse_state(start.gtids, self.flavor)
             origin = (start.file, start.pos)
             self._scan(state, origin, end, also)
-            return self._stored(state)
+            return self.stored(state)
         else:
             known = self._asked_of_server(end)
             if known is not None:
@@ -93,7 +93,7 @@ class GtidTracker:
         (PREVIOUS_GTIDS, GTID_LIST) and its GTID events up to ``end``."""
         state = MariaGtidPos() if self.flavor == "mariadb" else GtidSet()
         self._scan(state, (end.file, 4), end)
-        return self._stored(state)
+        return self.stored(state)
 
     def _asked_of_server(self, end: BinlogPosition) -> str | None:
         """MariaDB's own ``BINLOG_GTID_POS`` at ``end``, None where the server has none
@@ -112,9 +112,10 @@ class GtidTracker:
             return None if text is None else (text.decode() if isinstance(text, bytes) else text)
 
         text = retrying(self._policy, "reading the GTID position of the batch's end", ask)
-        return None if text is None else self._stored(parse_state(text, self.flavor))
+        return None if text is None else self.stored(parse_state(text, self.flavor))
 
-    def _stored(self, state: GtidState) -> str:
+    def stored(self, state: GtidState) -> str:
+        """``state`` as an offset stores it (once a WARN when that is long)."""
         stored = compact(state)
         if len(stored) > OFFSET_GTID_TARGET and not self._warned:
             self._warned = True
@@ -142,16 +143,22 @@ class GtidTracker:
             reached = apply_gtid_events(state, events, end.coordinates)
         finally:
             close()
-        if reached > end.coordinates:
-            raise GtidTrackingError(
-                f"the planned position {end} is not where an event ends (an event ends at "
-                f"{reached}); the binlog changed under the query"
-            )
-        if reached < end.coordinates:
-            raise GtidTrackingError(
-                f"the binlog ended at {reached} before the planned position {end} while "
-                "reading its GTIDs; the server lost binlog events it had reported"
-            )
+        check_reached(end, reached)
+
+
+def check_reached(end: BinlogPosition, reached: tuple[int, int]) -> None:
+    """A pass that read the GTIDs up to ``end`` reached exactly ``end`` (``reached``:
+    where the last event it read ends)."""
+    if reached > end.coordinates:
+        raise GtidTrackingError(
+            f"the planned position {end} is not where an event ends (an event ends at "
+            f"{reached}); the binlog changed under the query"
+        )
+    if reached < end.coordinates:
+        raise GtidTrackingError(
+            f"the binlog ended at {reached} before the planned position {end} while "
+            "reading its GTIDs; the server lost binlog events it had reported"
+        )
 
 
 def _seen_by(events, also: Callable, reader):

@@ -56,7 +56,7 @@ def apply_gtid_events(
 def add_event(state: GtidState, event: Event) -> None:
     gtid = event_gtid(state, event)
     if gtid is not None:
-        _add(state, gtid)
+        add_gtid(state, gtid)
     elif event.type == c.MARIADB_GTID_LIST and isinstance(state, MariaGtidPos):
         for domain, server, seq in parse_mariadb_gtid_list(event.body):
             state.add(domain, server, seq)
@@ -88,7 +88,7 @@ def gtid_text(event: Event) -> str | None:
     return None
 
 
-def _add(state: GtidState, gtid: tuple) -> None:
+def add_gtid(state: GtidState, gtid: tuple) -> None:
     if isinstance(state, MariaGtidPos):
         state.add(*gtid)
     else:

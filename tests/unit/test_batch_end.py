@@ -6,7 +6,9 @@ with the row decoder on random rows (a differential property test)."""
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -141,3 +143,120 @@ def _pairs(data: bytes, rows) -> bytes:
         if n is None or len(n.encode()) < 256
     ]
     return b"".join(image + image for image in images)
+
+
+# -- one pass for the end, its GTID state and the range's statements ------------------------
+
+_ITEMS = st.lists(
+    st.one_of(
+        st.tuples(st.just("rows"), st.integers(1, 6)),
+        st.tuples(st.just("other"), st.integers(1, 6)),
+        st.tuples(
+            st.just("ddl"),
+            st.sampled_from(
+                [
+                    "CREATE TABLE shop.t (id INT)",
+                    "DROP TABLE shop.t",
+                    "RENAME TABLE shop.a TO shop.orders",
+                ]
+            ),
+        ),
+        st.tuples(st.just("mariadb_list"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def _mixed_binlog(items, flavor: str):
+    """A binlog of captured-table, other-table and statement transactions (each with
+    its GTID) in ``flavor``; returns it and the end of every transaction."""
+    binlog = enc.BinlogFile()
+    if flavor == "mysql":
+        binlog.add(c.PREVIOUS_GTIDS, enc.previous_gtids_body({(UUID, ""): [(1, 50)]}))
+    else:
+        binlog.add(c.MARIADB_GTID_LIST, enc.mariadb_gtid_list_body([(0, 1, 50)]))
+    ends = []
+    for number, (kind, value) in enumerate(items, 51):
+        if kind == "mariadb_list":  # a starting-state event inside the range: no change
+            if flavor == "mariadb":
+                binlog.add(c.MARIADB_GTID_LIST, enc.mariadb_gtid_list_body([(0, 1, 50)]))
+            continue
+        if flavor == "mysql":
+            binlog.add(c.GTID, enc.mysql_gtid_body(UUID, number))
+        else:
+            binlog.add(
+                c.MARIADB_GTID, enc.mariadb_gtid_body(number, flags=1 if kind == "ddl" else 0)
+            )
+        if kind == "ddl":
+            ends.append(binlog.add(c.QUERY, enc.query_body("shop", value)))
+            continue
+        table, table_id = ("orders", 5) if kind == "rows" else ("audit", 6)
+        binlog.add(c.TABLE_MAP, enc.table_map_body(table_id, "shop", table, COLUMNS))
+        images = b"".join(_image(number * 100 + i, "x") for i in range(value))
+        binlog.add(30, enc.rows_body(table_id, len(COLUMNS), images, False, True))
+        ends.append(binlog.add(c.XID, enc.xid_body(number)))
+    return binlog, ends
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    _ITEMS,
+    st.integers(0, 3),
+    st.one_of(st.none(), st.integers(1, 12)),
+    st.one_of(st.none(), st.integers(60, 2000)),
+    st.sampled_from(["mysql", "mariadb"]),
+)
+def test_one_pass_finds_the_same_end_gtid_state_and_statements_as_three(
+    items, skip, max_rows, max_bytes, flavor
+):
+    """``end_with`` (the batch end, with the GTID state and the statements riding on its
+    pass) agrees with the batch-end pass, the GTID tracker's pass and the statement
+    scan's pass run apart, from any transaction boundary and under any limit."""
+    from cdc_source.gtid import parse_state
+    from coordinator.ddl_scan import DdlScan
+    from coordinator.gtid_tracker import GtidTracker
+
+    binlog, ends = _mixed_binlog(items, flavor)
+    if not ends:
+        return
+    first = ends[min(skip, len(ends) - 1)]
+    tracker = GtidTracker(lambda: None, 1, flavor, source=enc.FakeDumpSource(binlog))
+    start = BinlogPosition(binlog.name, first)
+    start = replace(start, gtids=tracker.state_from_file(start))
+    head = BinlogPosition(binlog.name, binlog.pos)
+    limit = StreamLimit(max_rows, max_bytes)
+    if not _ends(binlog).reads(start, head, limit):
+        assert _ends(binlog).end(start, head, limit) == head
+        return
+
+    apart = _ends(binlog).end(start, head, limit)
+    apart_gtids = tracker.at(start, apart)
+    apart_statements = DdlScan(lambda: None, 1, source=enc.FakeDumpSource(binlog)).changes(
+        start, apart
+    )
+
+    source = enc.FakeDumpSource(binlog)
+    scan = DdlScan(lambda: None, 1, source=source)
+    state = parse_state(start.gtids, flavor)
+    together = BatchEnds(None, 1, {"shop.orders"}, source=source).end_with(
+        start, head, limit, state, scan.riding(start, head)
+    )
+    assert together == apart
+    assert tracker.stored(state) == apart_gtids
+    assert scan.changes(start, together) == apart_statements
+    assert len(source.opened) == 1  # the statements came from the one pass
+
+
+def test_one_pass_refuses_an_end_that_is_not_where_an_event_ends():
+    from cdc_source.gtid import parse_state
+    from coordinator.gtid_tracker import GtidTrackingError
+
+    binlog, start, ends = _binlog_of(3, 3)
+    state = parse_state("", "mysql")
+    inside = BinlogPosition(binlog.name, ends[1] - 3)  # inside the last transaction's XID
+    with pytest.raises(GtidTrackingError, match="not where an event ends"):
+        _ends(binlog).end_with(start, inside, StreamLimit(rows=100), state, None)
+    beyond = BinlogPosition(binlog.name, binlog.pos + 100)  # the binlog ends before it
+    with pytest.raises(GtidTrackingError, match="ended at"):
+        _ends(binlog).end_with(start, beyond, StreamLimit(rows=100), state, None)
