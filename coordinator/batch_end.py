@@ -36,13 +36,14 @@ from cdc_source.gtid import GtidState
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy
-from coordinator.ddl_scan import RangeStatements
+from coordinator.ddl_scan import STATEMENT_EVENTS, RangeStatements
 from coordinator.gtid_tracker import check_reached
 
 log = logging.getLogger("cdc_mysql")
 
 TRANSACTION_STARTS = {c.GTID, c.ANONYMOUS_GTID, c.GTID_TAGGED, c.MARIADB_GTID}
 _STARTING_STATES = {c.MARIADB_GTID_LIST, c.PREVIOUS_GTIDS}  # a file's state before it
+_COUNTED = {c.TABLE_MAP, c.TRANSACTION_PAYLOAD, *c.ROW_EVENTS}  # what _rows looks at
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,12 @@ class BatchEnds:
             check_reached(head, riders.reached)
             riders.take_pending()
             if statements is not None:
+                statements.passed(riders.reached)  # it saw only the statements
                 statements.done()
             return head
         end = self._bounded(start, head, limit, boundary)
         if statements is not None:
+            statements.passed(riders.reached)
             statements.narrow(end)
             statements.done()
         return end
@@ -166,15 +169,19 @@ class BatchEnds:
         best: tuple[str, int, int, int] | None = None
         transactions = 0  # transaction starts seen past ``start``
         previous = (start.file, start.pos)
+        file, number = "", 0
         reader, events, close = self._source.open(start.file, start.pos, until)
         try:
             for event in events:
-                where = (_file_number(event.file), event.end_pos)
+                if event.file != file:  # a per-event cost: every event of the range is read
+                    file, number = event.file, _file_number(event.file)
+                where = (number, event.end_pos)
                 if where > until:
                     if riders is not None:
                         check_reached(head, where)  # raises: not where an event ends
                     break
-                if event.type in TRANSACTION_STARTS:
+                kind = event.type
+                if kind in TRANSACTION_STARTS:
                     if transactions and previous[0] == event.file:
                         here = (previous[0], previous[1], rows, size)
                         if not limit.within(rows, size):
@@ -188,7 +195,8 @@ class BatchEnds:
                 if riders is not None:
                     riders.see(event, reader, where)
                 size += event.end_pos - (previous[1] if previous[0] == event.file else 0)
-                rows += self._rows(event, reader.format)
+                if kind in _COUNTED:
+                    rows += self._rows(event, reader.format)
                 previous = (event.file, event.end_pos)
                 if where == until:
                     break
@@ -238,13 +246,15 @@ class _Riders:
 
     def see(self, event, reader, where: tuple[int, int]) -> None:
         self.reached = where
-        if self.statements is not None:
-            self.statements(event, reader)
-        gtid = event_gtid(self.state, event)
-        if gtid is not None:
-            self.pending.append(gtid)
-        elif event.type in _STARTING_STATES:
+        kind = event.type
+        if kind in TRANSACTION_STARTS:
+            gtid = event_gtid(self.state, event)
+            if gtid is not None:
+                self.pending.append(gtid)
+        elif kind in _STARTING_STATES:
             self.pending.append(event)
+        elif kind in STATEMENT_EVENTS and self.statements is not None:
+            self.statements(event, reader)
 
     def take_pending(self) -> None:
         for change in self.pending:

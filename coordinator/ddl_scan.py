@@ -19,6 +19,8 @@ from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy
 
+STATEMENT_EVENTS = frozenset({c.QUERY, c.QUERY_COMPRESSED})  # the events a scan parses
+
 
 class DdlScanError(RuntimeError):
     """The binlog ended before a planned position while its statements were read."""
@@ -117,6 +119,11 @@ class RangeStatements:
             )
             self.found.extend(PlacedChange(where, change) for change in changes)
         return where < until
+
+    def passed(self, where: tuple[int, int]) -> None:
+        """The pass that handed this its statement events (and no others) read every
+        event of the range up to ``where``."""
+        self.reached = max(self.reached, min(where, self._until))
 
     def narrow(self, end: BinlogPosition) -> None:
         """The pass went on past ``end``, where the batch ends (a transaction boundary

@@ -31,12 +31,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from cdc_source.binlog.events import Event
 from cdc_source.binlog.gtid_scan import apply_gtid_events
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
 from cdc_source.offsets import BinlogPosition
 from cdc_source.retry import RetryPolicy, retrying
+from coordinator.ddl_scan import STATEMENT_EVENTS, RangeStatements
 
 log = logging.getLogger("cdc_mysql")
 
@@ -70,11 +70,11 @@ class GtidTracker:
         self,
         start: BinlogPosition | None,
         end: BinlogPosition,
-        also: Callable[[Event, object], None] | None = None,
+        also: RangeStatements | None = None,
     ) -> str:
         """The GTID state at ``end`` as an offset stores it (:func:`cdc_source.gtid.compact`).
-        ``also``: sees every event of ``(start, end]`` where this reads that range, so
-        that another pass over it can ride on this one (the driver's statement scan)."""
+        ``also``: sees the statement events of ``(start, end]`` where this reads that
+        range, so that the driver's statement scan rides on this pass."""
         if start is not None and start.gtids and start.coordinates <= end.coordinates:
             if start.coordinates == end.coordinates:
                 return start.gtids
@@ -133,16 +133,18 @@ class GtidTracker:
         state: GtidState,
         origin: tuple[str, int],
         end: BinlogPosition,
-        also: Callable[[Event, object], None] | None = None,
+        also: RangeStatements | None = None,
     ) -> None:
         self.scans += 1
         reader, events, close = self._source.open(*origin, end.coordinates)
         if also is not None:
-            events = _seen_by(events, also, reader)
+            events = _statements_seen_by(events, also, reader)
         try:
             reached = apply_gtid_events(state, events, end.coordinates)
         finally:
             close()
+        if also is not None:
+            also.passed(reached)
         check_reached(end, reached)
 
 
@@ -161,9 +163,10 @@ def check_reached(end: BinlogPosition, reached: tuple[int, int]) -> None:
         )
 
 
-def _seen_by(events, also: Callable, reader):
+def _statements_seen_by(events, also: RangeStatements, reader):
     for event in events:
-        also(event, reader)
+        if event.type in STATEMENT_EVENTS:
+            also(event, reader)
         yield event
 
 

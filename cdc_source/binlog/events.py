@@ -192,14 +192,19 @@ class MariaGtid:
     domain_id: int = 0
 
 
+_MARIA_GTID = struct.Struct("<QIB")
+
+
 def parse_mariadb_gtid(body: bytes) -> MariaGtid:
     """Seq no (8), domain id (4), flags2 (1), [commit id (8)], [XA id: format id (4),
     gtrid length (1), bqual length (1), data] (log_event.cc, Gtid_log_event). The GTID's
     server id is the event header's."""
-    cur = Cursor(body)
-    seq_no = cur.uint(8)
-    domain_id = cur.uint(4)
-    flags = cur.uint(1)
+    if len(body) < _MARIA_GTID.size:
+        raise MalformedEventError(f"a MariaDB GTID event of {len(body)} bytes")
+    seq_no, domain_id, flags = _MARIA_GTID.unpack_from(body)
+    if not flags & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA):
+        return MariaGtid(flags, None, seq_no, domain_id)  # the common case, read per event
+    cur = Cursor(body, _MARIA_GTID.size)
     if flags & FL_GROUP_COMMIT_ID:
         cur.skip(8)
     xid = None

@@ -42,15 +42,25 @@ def apply_gtid_events(
     state event is added too: it is the state before the file, so adding it to a state
     read from an earlier file changes nothing."""
     reached = (0, 0)
+    file, number = "", 0
     for event in events:
-        where = (_file_number(event.file), event.end_pos)
+        if event.file != file:  # a per-event cost: the driver reads every event of a range
+            file, number = event.file, _file_number(event.file)
+        where = (number, event.end_pos)
         if where > until:
             return reached if reached == until else where
         reached = where
-        add_event(state, event)
+        if event.type in _STATE_EVENTS:
+            add_event(state, event)
         if where == until:
             return until
     return reached
+
+
+# The events add_event looks at: a transaction's GTID, a file's starting state.
+_STATE_EVENTS = frozenset(
+    {c.MARIADB_GTID, c.GTID, c.GTID_TAGGED, c.MARIADB_GTID_LIST, c.PREVIOUS_GTIDS}
+)
 
 
 def add_event(state: GtidState, event: Event) -> None:

@@ -35,7 +35,11 @@ class Cursor:
         self.pos += size
 
     def uint(self, size: int) -> int:
-        return int.from_bytes(self.take(size), "little")
+        start, end = self.pos, self.pos + size
+        if size < 0 or end > self.end:
+            self.need(size)  # raises, naming the shortfall
+        self.pos = end
+        return int.from_bytes(self.data[start:end], "little")
 
     def uint_be(self, size: int) -> int:
         return int.from_bytes(self.take(size), "big")
