@@ -142,11 +142,16 @@ class CdcSnapshotReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         from coordinator.driver import QueryDriver
-        from reader.row_decoding import native_splitter
+        from reader.row_decoding import native_row_counter, native_splitter
 
         _configure_logging(driver=True)
-        splitter = native_splitter(self.options.binlog_decoder)
-        driver = QueryDriver(self.options, list(self.tables), splitter)
+        decoder = self.options.binlog_decoder
+        driver = QueryDriver(
+            self.options,
+            list(self.tables),
+            native_splitter(decoder),
+            native_row_counter(decoder),
+        )
         try:
             return [CdcPartition(task, self.tables) for task in driver.snapshot_tasks()]
         finally:
@@ -199,7 +204,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def driver(self):
         if self._driver is None:
             from coordinator.driver import QueryDriver
-            from reader.row_decoding import decoder_name, native_splitter
+            from reader.row_decoding import decoder_name, native_row_counter, native_splitter
 
             _configure_logging(driver=True)
             log.info(
@@ -207,8 +212,13 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 decoder_name(self.options.binlog_decoder),
                 self.options.binlog_decoder,
             )
-            splitter = native_splitter(self.options.binlog_decoder)
-            self._driver = QueryDriver(self.options, list(self.tables), splitter)
+            decoder = self.options.binlog_decoder
+            self._driver = QueryDriver(
+                self.options,
+                list(self.tables),
+                native_splitter(decoder),
+                native_row_counter(decoder),
+            )
         return self._driver
 
     def initialOffset(self) -> dict:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import unwrap_payload
 from cdc_source.binlog.gtid_scan import add_event, add_gtid, event_gtid
-from cdc_source.binlog.row_count import count_rows, value_sizes
+from cdc_source.binlog.row_count import RowCounter
 from cdc_source.binlog.rows_event import parse_rows_event
-from cdc_source.binlog.table_map import TableMap, TableMaps, table_id_of
+from cdc_source.binlog.table_map import TableMaps, table_id_of
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidState
 from cdc_source.offsets import BinlogPosition
@@ -73,13 +73,14 @@ class BatchEnds:
         tables: set[str],
         policy: RetryPolicy | None = None,
         source: DumpSource | None = None,
+        row_counter: RowCounter | None = None,
     ) -> None:
         self.tables = tables
         self._source = source or DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
         # Parsed once per distinct TABLE_MAP body across scans; a scan starts at a
         # transaction boundary, so every row event it reads follows its own table map.
         self._maps = TableMaps()
-        self._sizes: dict[int, tuple[TableMap, tuple]] = {}  # by id() of a table map
+        self._counter = row_counter or RowCounter()
 
     def reads(self, start: BinlogPosition, head: BinlogPosition, limit: StreamLimit) -> bool:
         """Whether :meth:`end` must read ``(start, head]`` to find the end (else it is
@@ -206,16 +207,6 @@ class BatchEnds:
             return best
         return None
 
-    def _value_sizes(self, table_map: TableMap) -> tuple:
-        """:func:`value_sizes` of a table map, once per parsed map (kept with it, so
-        its id is not reused while cached)."""
-        cached = self._sizes.get(id(table_map))
-        if cached is None or cached[0] is not table_map:
-            if len(self._sizes) > 10_000:
-                self._sizes.clear()
-            cached = self._sizes[id(table_map)] = (table_map, value_sizes(table_map))
-        return cached[1]
-
     def _rows(self, event, fmt) -> int:
         t = event.type
         if t == c.TABLE_MAP:
@@ -227,7 +218,7 @@ class BatchEnds:
             if table_map is None or table_map.name not in self.tables:
                 return 0
             rows_event = parse_rows_event(event, fmt, len(table_map.columns))
-            return count_rows(rows_event, table_map, self._value_sizes(table_map))
+            return self._counter.count(rows_event, table_map)
         if t == c.TRANSACTION_PAYLOAD:
             return sum(self._rows(inner, fmt) for inner in unwrap_payload(event))
         return 0

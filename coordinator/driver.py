@@ -9,6 +9,7 @@ import logging
 import os
 from dataclasses import replace
 
+from cdc_source.binlog.row_count import RowCounter
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
 from cdc_source.failover import binlog_files, relocate
@@ -60,12 +61,20 @@ class QueryDriver:
     (``cdc_source.datasource``) turns Spark's calls into calls of this class and its
     tasks into partitions; everything here is plain Python over offsets and tasks."""
 
-    def __init__(self, options: SourceOptions, tables: list[TableSchema], splitter=None) -> None:
-        """``splitter``: the native packet/event splitter (``split_events`` of the
-        reader's extension, handed in by ``cdc_source``, which may import both sides)
-        for the driver's passes over a range, or None to split events in Python. Those
-        passes read every event of a batch's range: framed in Python, a range of many
-        small transactions cost the driver several times what its tasks spent reading it."""
+    def __init__(
+        self,
+        options: SourceOptions,
+        tables: list[TableSchema],
+        splitter=None,
+        row_counter=None,
+    ) -> None:
+        """``splitter`` and ``row_counter``: the native packet/event splitter and row
+        counter (``split_events`` and ``count_rows`` of the reader's extension, handed
+        in by ``cdc_source``, which may import both sides) for the driver's passes over a
+        range, or None for their Python twins. Those passes read every event of a
+        batch's range: in Python, they cost the driver more than its tasks spent reading
+        the range (100K single-row transactions: 5.0 s against 1.4 s; 1M rows in 1,000-row
+        transactions: 9 s against 4 s)."""
         self.options = options
         self.tables = tables
         policy = options.retry_policy()
@@ -106,7 +115,12 @@ class QueryDriver:
         self._relocated: dict[BinlogPosition, BinlogPosition] = {}
         self._refreeze = False
         self.batch_ends = BatchEnds(
-            open_session, options.server_ids.last, {t.name for t in tables}, policy, self._dump
+            open_session,
+            options.server_ids.last,
+            {t.name for t in tables},
+            policy,
+            self._dump,
+            RowCounter(row_counter),
         )
         self._start: BinlogPosition | None = None  # the resolved start of this run's mode
         self.finished: SourceOffset | None = None  # snapshot mode, once past the hand-over

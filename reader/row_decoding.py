@@ -115,3 +115,9 @@ def _column(parts: tuple, arrow_type: pa.DataType, rows: int) -> pa.Array:
 def native_splitter(decoder: str | None = "auto"):
     """The C packet/event splitter when the native decoder runs, else None (Python)."""
     return _rowdecoder.split_events if decoder_name(decoder) == "native" else None
+
+
+def native_row_counter(decoder: str | None = "auto"):
+    """The C row counter (:mod:`cdc_source.binlog.row_count`) when the native decoder
+    runs, else None (Python)."""
+    return _rowdecoder.count_rows if decoder_name(decoder) == "native" else None

@@ -1,6 +1,7 @@
-"""atheris target: arbitrary bytes into the C row decoder, the event framing and the
-binary JSON decoder. Decoding errors (ValueError subclasses) are the expected outcome of
-bad bytes; any other exception, or a crash of the process, is a finding.
+"""atheris target: arbitrary bytes into the C row decoder, the event framing, the row
+counter and the binary JSON decoder. Decoding errors (ValueError subclasses) are the
+expected outcome of bad bytes; any other exception, or a crash of the process, is a
+finding.
 
 Run: python tests/fuzz/fuzz_binlog.py -max_total_time=20
 """
@@ -17,7 +18,12 @@ with atheris.instrument_imports(include=["cdc_source", "reader"]):
     from cdc_source.binlog import events, row_plan
     from cdc_source.binlog.wire import MalformedEventError
     from reader import json_binary
-    from reader.row_decoding import RowSink, native_available, native_splitter
+    from reader.row_decoding import (
+        RowSink,
+        native_available,
+        native_row_counter,
+        native_splitter,
+    )
 
 KINDS = (
     row_plan.K_SINT,
@@ -40,6 +46,7 @@ KINDS = (
 )
 DECODER = "native" if native_available() else "python"
 SPLITTER = native_splitter(DECODER)
+COUNTER = native_row_counter(DECODER)
 
 
 def _plan(fdp: atheris.FuzzedDataProvider) -> tuple:
@@ -71,7 +78,7 @@ def _plan(fdp: atheris.FuzzedDataProvider) -> tuple:
 
 def test_one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    target = fdp.ConsumeIntInRange(0, 3)
+    target = fdp.ConsumeIntInRange(0, 4)
     if target == 0:
         plan = _plan(fdp)
         kind = fdp.ConsumeIntInRange(0, 2)
@@ -96,6 +103,15 @@ def test_one_input(data: bytes) -> None:
         body = fdp.ConsumeBytes(fdp.remaining_bytes())
         try:
             SPLITTER(body, 0, checksum)
+        except ValueError:
+            pass
+    elif target == 4 and COUNTER is not None:
+        sizes = fdp.ConsumeBytes(4 * fdp.ConsumeIntInRange(0, 12))
+        images = fdp.ConsumeIntInRange(0, 3)
+        json_bitmap = fdp.ConsumeIntInRange(-1, 4)
+        body = fdp.ConsumeBytes(fdp.remaining_bytes())
+        try:
+            COUNTER(body, 0, len(body), images, sizes, json_bitmap)
         except ValueError:
             pass
     else:
