@@ -163,12 +163,24 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         f"({size_bytes / 1e6:.1f} MB of binlog)"
     )
     runs = [run, query, reader, decode]
-    return render(title, runs, [peer]), {
+    return render(title, runs, [peer]) + "\n" + _phases(query.details["duration_ms"]), {
         "shape": shape.__dict__,
         "range": [list(start), list(end)],
         "runs": [r.to_json() for r in runs],
         "peers": [peer.to_json()],
     }
+
+
+def _phases(duration_ms: dict[str, int]) -> str:
+    """Where the query's batches spent their time: the driver's planning of each batch
+    (its pass over the range: batch end, GTIDs, statements) against the tasks reading it."""
+    total = duration_ms.get("triggerExecution", 0) / 1000
+    planning = duration_ms.get("latestOffset", 0) / 1000
+    tasks = duration_ms.get("addBatch", 0) / 1000
+    return (
+        f"in Spark, batches: {total:.2f} s, of which the driver's planning (latestOffset) "
+        f"{planning:.2f} s and the tasks (addBatch) {tasks:.2f} s"
+    )
 
 
 MEMORY_PROBE = r"""
