@@ -848,7 +848,7 @@ static PyObject *count_rows(PyObject *self, PyObject *args) {
             for (size_t i = 0; i < columns; i++) {
                 if (nulls[i >> 3] & (1u << (i & 7))) continue;
                 uint32_t s = (uint32_t)le(sz + 4 * i, 4);
-                size_t step;
+                uint64_t step;  /* 64 bits: a 4-byte length plus its prefix cannot wrap */
                 if (s & 0x80000000u) {
                     int prefix = (int)(s & 0xFF);
                     if (prefix < 1 || prefix > 4) {
@@ -856,12 +856,12 @@ static PyObject *count_rows(PyObject *self, PyObject *args) {
                         goto done;
                     }
                     if ((size_t)prefix > stop - pos) goto overrun;
-                    step = (size_t)prefix + (size_t)le(p + pos, prefix);
+                    step = (uint64_t)prefix + le(p + pos, prefix);
                 } else {
                     step = s;
                 }
-                if (step > stop - pos) goto overrun;
-                pos += step;
+                if (step > (uint64_t)(stop - pos)) goto overrun;
+                pos += (size_t)step;
             }
         }
         count++;
