@@ -121,16 +121,12 @@ class BatchEnds:
         GTID tracker's own pass would say."""
         riders = _Riders(state, statements)
         boundary = self._last_boundary(start, head, limit, riders)
-        if boundary is None:
+        if boundary is None:  # the batch takes the whole range
             check_reached(head, riders.reached)
             riders.take_pending()
-            if statements is not None:
-                statements.passed(riders.reached)  # it saw only the statements
-                statements.done()
-            return head
         end = self._bounded(start, head, limit, boundary)
         if statements is not None:
-            statements.passed(riders.reached)
+            statements.passed(riders.reached)  # it was handed the statement events only
             statements.narrow(end)
             statements.done()
         return end
