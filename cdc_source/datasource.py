@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -37,6 +38,9 @@ from cdc_source.options import SourceOptions, parse_options
 from cdc_source.output_schema import output_schema
 from cdc_source.partitions import BinlogTask, ChunkTask
 from cdc_source.retry import retrying
+
+if TYPE_CHECKING:
+    from coordinator.driver import QueryDriver
 
 log = logging.getLogger("cdc_mysql")
 # The source's log level (INFO by default). The source logs from Spark's Python processes,
@@ -141,17 +145,8 @@ class CdcSnapshotReader(DataSourceReader):
         self.tables = tuple(sorted(tables, key=lambda t: t.name))
 
     def partitions(self) -> list[InputPartition]:
-        from coordinator.driver import QueryDriver
-        from reader.row_decoding import native_row_counter, native_splitter
-
         _configure_logging(driver=True)
-        decoder = self.options.binlog_decoder
-        driver = QueryDriver(
-            self.options,
-            list(self.tables),
-            native_splitter(decoder),
-            native_row_counter(decoder),
-        )
+        driver = _query_driver(self.options, self.tables)
         try:
             return [CdcPartition(task, self.tables) for task in driver.snapshot_tasks()]
         finally:
@@ -159,6 +154,17 @@ class CdcSnapshotReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator:
         return _read_task(self.options, partition)
+
+
+def _query_driver(options: SourceOptions, tables: Iterable[TableSchema]) -> QueryDriver:
+    """The driver side of a query, with the reader's native event splitter and row
+    counter for its passes over the binlog where the query's decoder is native (the
+    coordinator never imports the reader: they are handed in here)."""
+    from coordinator.driver import QueryDriver
+    from reader.row_decoding import native_row_counter, native_splitter
+
+    decoder = options.binlog_decoder
+    return QueryDriver(options, list(tables), native_splitter(decoder), native_row_counter(decoder))
 
 
 def _shape(schema: StructType) -> list[tuple[str, str]]:
@@ -203,8 +209,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self):
         if self._driver is None:
-            from coordinator.driver import QueryDriver
-            from reader.row_decoding import decoder_name, native_row_counter, native_splitter
+            from reader.row_decoding import decoder_name
 
             _configure_logging(driver=True)
             log.info(
@@ -212,13 +217,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 decoder_name(self.options.binlog_decoder),
                 self.options.binlog_decoder,
             )
-            decoder = self.options.binlog_decoder
-            self._driver = QueryDriver(
-                self.options,
-                list(self.tables),
-                native_splitter(decoder),
-                native_row_counter(decoder),
-            )
+            self._driver = _query_driver(self.options, self.tables)
         return self._driver
 
     def initialOffset(self) -> dict:
