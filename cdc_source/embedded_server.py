@@ -4,6 +4,10 @@ It lives in a temporary data directory, listens on a free loopback port, and has
 binlog configured the way CDC needs it (ROW format, FULL row image, FULL row metadata).
 It never reads the machine's option files (``--no-defaults``), so a system server on
 3306 with other settings cannot leak in.
+
+Two flavours: the machine's MariaDB (``mariadbd``, the default), or a MySQL unpacked into
+a directory of its own (``mysql=UnpackedMySQL(root)``, see :mod:`cdc_source.embedded_mysql`),
+which also runs with GTIDs on, as MySQL captures are advised to.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymysql
+
+from cdc_source.embedded_mysql import UnpackedMySQL
 
 SERVER_CANDIDATES = ("/usr/sbin/mariadbd", "/usr/sbin/mysqld", "mariadbd", "mysqld")
 INSTALL_CANDIDATES = ("mariadb-install-db", "/usr/bin/mariadb-install-db", "mysql_install_db")
@@ -77,7 +83,8 @@ class ConnectionInfo:
 
 
 class EmbeddedServer:
-    """Starts ``mariadbd`` on a fresh data directory; ``stop()`` removes everything."""
+    """Starts ``mariadbd`` (or, given ``mysql``, that tree's ``mysqld``) on a fresh data
+    directory; ``stop()`` removes everything."""
 
     def __init__(
         self,
@@ -85,10 +92,15 @@ class EmbeddedServer:
         buffer_pool: str = "256M",
         binlog: bool = True,
         extra_args: tuple[str, ...] = (),
+        mysql: UnpackedMySQL | None = None,
     ) -> None:
-        self.server_bin = _find_executable(SERVER_CANDIDATES)
-        self.install_bin = _find_executable(INSTALL_CANDIDATES)
-        if not self.server_bin or not self.install_bin:
+        self.mysql = mysql
+        if mysql is not None:
+            self.server_bin = self.install_bin = None
+        else:
+            self.server_bin = _find_executable(SERVER_CANDIDATES)
+            self.install_bin = _find_executable(INSTALL_CANDIDATES)
+        if mysql is None and (not self.server_bin or not self.install_bin):
             raise EmbeddedServerError(
                 "no MariaDB server found (looked for mariadbd and mariadb-install-db); "
                 "install it with 'apt-get install -y mariadb-server', or point the tests at a "
@@ -104,6 +116,14 @@ class EmbeddedServer:
         self.process: subprocess.Popen | None = None
         self.info = ConnectionInfo("127.0.0.1", self.port, CDC_USER, CDC_PASSWORD)
 
+    @property
+    def flavour(self) -> str:
+        return "mariadb" if self.mysql is None else "mysql"
+
+    @property
+    def _server_name(self) -> str:
+        return "mariadbd" if self.mysql is None else "mysqld"
+
     def _run_as_root_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
@@ -113,6 +133,20 @@ class EmbeddedServer:
         return path
 
     def start(self, timeout: float = 60.0) -> ConnectionInfo:
+        if self.mysql is not None:
+            self._args = self._mysql_initialize_and_args(self.mysql)
+        else:
+            self._args = self._mariadb_install_and_args()
+        self._launch()
+        try:
+            self._wait_ready(timeout)
+            self._create_cdc_user()
+        except BaseException:
+            self.stop()  # never leave a half-started server and its data directory behind
+            raise
+        return self.info
+
+    def _mariadb_install_and_args(self) -> list[str]:
         install = [
             self.install_bin,
             "--no-defaults",
@@ -125,7 +159,7 @@ class EmbeddedServer:
         result = subprocess.run(install, capture_output=True, text=True)
         if result.returncode != 0:
             raise EmbeddedServerError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
-        self._args = [
+        return [
             self.server_bin,
             "--no-defaults",
             f"--datadir={self.datadir}",
@@ -154,14 +188,64 @@ class EmbeddedServer:
             *self.extra_args,
             *self._run_as_root_args(),
         ]
-        self._launch()
-        try:
-            self._wait_ready(timeout)
-            self._create_cdc_user()
-        except BaseException:
-            self.stop()  # never leave a half-started server and its data directory behind
-            raise
-        return self.info
+
+    def _mysql_initialize_and_args(self, mysql: UnpackedMySQL) -> list[str]:
+        # --initialize-insecure makes root@localhost only, which --skip-name-resolve does
+        # not match for TCP from 127.0.0.1 (MariaDB's install makes root@127.0.0.1 too).
+        init_file = self.base_dir / "init.sql"
+        init_file.write_text(
+            "CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY '';\n"
+            "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\n"
+        )
+        initialize = [
+            *mysql.mysqld(),
+            "--no-defaults",  # must come first
+            *mysql.server_paths_args(),
+            f"--datadir={self.datadir}",
+            f"--tmpdir={self._tmpdir()}",
+            "--initialize-insecure",
+            f"--init-file={init_file}",
+            *self._run_as_root_args(),
+        ]
+        result = subprocess.run(initialize, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise EmbeddedServerError(
+                f"mysqld --initialize-insecure failed: {(result.stdout + result.stderr)[-2000:]}"
+            )
+        return [
+            *mysql.mysqld(),
+            "--no-defaults",
+            *mysql.server_paths_args(),
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.base_dir / 'mysqld.pid'}",
+            f"--log-error={self.base_dir / 'error.log'}",
+            f"--tmpdir={self._tmpdir()}",
+            "--server-id=1",
+            *(
+                [
+                    f"--log-bin={self.datadir / 'binlog'}",
+                    "--binlog-format=ROW",  # the default, deprecated: said for the reader
+                    "--binlog-row-image=FULL",
+                    "--binlog-row-metadata=FULL",
+                    "--gtid-mode=ON",
+                    "--enforce-gtid-consistency=ON",
+                ]
+                if self.binlog
+                else ["--skip-log-bin"]  # on by default in MySQL
+            ),
+            f"--innodb-buffer-pool-size={self.buffer_pool}",
+            "--innodb-flush-log-at-trx-commit=2",
+            "--sync-binlog=0",
+            "--skip-name-resolve",
+            "--max-connections=500",
+            "--mysqlx=OFF",
+            "--secure-file-priv=",  # unset, mysqld aborts: its compiled-in directory is absent
+            *self.extra_args,
+            *self._run_as_root_args(),
+        ]
 
     def _launch(self) -> None:
         self.process = subprocess.Popen(
@@ -185,13 +269,15 @@ class EmbeddedServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process and self.process.poll() is not None:
-                raise EmbeddedServerError(f"mariadbd exited: {self.error_log_tail()}")
+                raise EmbeddedServerError(f"{self._server_name} exited: {self.error_log_tail()}")
             try:
                 self.info.admin_connect().close()
                 return
             except pymysql.err.OperationalError:
                 time.sleep(0.2)
-        raise EmbeddedServerError(f"mariadbd did not accept connections: {self.error_log_tail()}")
+        raise EmbeddedServerError(
+            f"{self._server_name} did not accept connections: {self.error_log_tail()}"
+        )
 
     def error_log_tail(self) -> str:
         log = self.base_dir / "error.log"
