@@ -11,6 +11,14 @@ settings.register_profile("cdc-mysql", deadline=None)
 settings.load_profile("cdc-mysql")
 
 
+def pytest_report_header(config) -> str:
+    """Which server the integration tests run on (tests/integration/server.py)."""
+    if os.environ.get("CDC_MYSQL_TEST_URL"):
+        return "integration server: external (CDC_MYSQL_TEST_URL)"
+    flavour = os.environ.get("CDC_MYSQL_TEST_FLAVOUR") or "mariadb"
+    return f"integration server: throwaway {flavour} (CDC_MYSQL_TEST_FLAVOUR)"
+
+
 def pytest_xdist_auto_num_workers(config) -> int:
     """The integration tests mostly wait (on servers, Spark's scheduling, injected
     faults): two processes, each with its own throwaway server and SparkSession, halve

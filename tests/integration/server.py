@@ -1,6 +1,8 @@
 """The MySQL-compatible server the integration tests talk to.
 
-By default a throwaway MariaDB started by the tests themselves. Set
+By default a throwaway MariaDB started by the tests themselves;
+``CDC_MYSQL_TEST_FLAVOUR=mysql`` makes it a throwaway MySQL 9.7 instead (fetched into a
+cache by ``tests/support/mysql_dist.py`` when missing). Set
 ``CDC_MYSQL_TEST_URL=mysql://root:PASSWORD@HOST:PORT`` to use an external server instead
 (for instance the docker-compose MySQL 8); the tests then create their own databases and
 a ``cdc_test`` account there.
@@ -16,8 +18,28 @@ import pymysql
 from cdc_source.embedded_server import ConnectionInfo, EmbeddedServer
 
 TEST_URL_ENV = "CDC_MYSQL_TEST_URL"
+FLAVOUR_ENV = "CDC_MYSQL_TEST_FLAVOUR"
+FLAVOURS = ("mariadb", "mysql")
 TEST_USER = "cdc_test"
 TEST_PASSWORD = "cdc-test-secret"
+
+
+def suite_flavour() -> str:
+    """The throwaway server's flavour the suite runs on: ``mariadb`` (default) or ``mysql``."""
+    flavour = os.environ.get(FLAVOUR_ENV, "").strip().lower() or "mariadb"
+    if flavour not in FLAVOURS:
+        raise ValueError(f"{FLAVOUR_ENV}={flavour!r}: expected one of {', '.join(FLAVOURS)}")
+    return flavour
+
+
+def embedded_server(**kwargs) -> EmbeddedServer:
+    """A throwaway server (not started) of the suite's flavour; ``kwargs`` as
+    :class:`EmbeddedServer`'s."""
+    if suite_flavour() == "mysql":
+        from tests.support.mysql_dist import ensure
+
+        kwargs.setdefault("mysql", ensure())
+    return EmbeddedServer(**kwargs)
 
 
 class TestServer:
@@ -26,7 +48,7 @@ class TestServer:
     __test__ = False  # a helper, not a test class, whatever its name
 
     def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
-        """``extra_args``: more ``mariadbd`` options for the embedded server (TLS files...)."""
+        """``extra_args``: more server options for the embedded server (TLS files...)."""
         self.embedded: EmbeddedServer | None = None
         self.decoder: str | None = None  # scan.binlog.decoder of the queries, when set
         url = os.environ.get(TEST_URL_ENV)
@@ -40,10 +62,12 @@ class TestServer:
                 admin_user=unquote(parsed.username or "root"),
                 admin_password=unquote(parsed.password or ""),
             )
+            self.flavour = "mariadb" if "mariadb" in self._version().lower() else "mysql"
         else:
-            self.embedded = EmbeddedServer(extra_args=extra_args)
+            self.embedded = embedded_server(extra_args=extra_args)
             base = self.embedded.start()
             self.info = ConnectionInfo(base.host, base.port, TEST_USER, TEST_PASSWORD)
+            self.flavour = self.embedded.flavour
         self._create_account()
 
     def _create_account(self) -> None:
@@ -55,11 +79,14 @@ class TestServer:
                 f"TO '{TEST_USER}'@'%'"
             )
 
-    @property
-    def is_mariadb(self) -> bool:
+    def _version(self) -> str:
         with self.admin() as conn, conn.cursor() as cur:
             cur.execute("SELECT VERSION()")
-            return "mariadb" in cur.fetchone()[0].lower()
+            return cur.fetchone()[0]
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.flavour == "mariadb"
 
     def admin(self, database: str | None = None) -> pymysql.Connection:
         return self.info.admin_connect(database, charset="utf8mb4")

@@ -12,14 +12,14 @@ import re
 import pytest
 
 from cdc_source.check_command import check, main
-from cdc_source.embedded_server import EmbeddedServer
+from tests.integration.server import embedded_server
 
 ONE_DECODER = True  # no binlog rows are decoded here
 
 
 @pytest.fixture(scope="module")
 def own_server():
-    server = EmbeddedServer()
+    server = embedded_server()
     info = server.start()
     with info.admin_connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE DATABASE shop")
@@ -159,7 +159,7 @@ def test_a_server_id_range_holding_the_servers_own_id_fails(own_server):
 
 
 def test_a_server_without_binlog_fails_log_bin():
-    server = EmbeddedServer(binlog=False)
+    server = embedded_server(binlog=False)
     info = server.start()
     try:
         with info.admin_connect() as conn, conn.cursor() as cur:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cdc_source.embedded_server import EmbeddedServer
+from tests.integration.server import embedded_server
 from tests.integration.streams import StreamRun, source_offsets
 
 ONE_DECODER = True  # preflight checks run before any row is decoded
@@ -67,7 +67,7 @@ def global_setting(server):
 
 
 def test_binlog_off_is_refused_with_how_to_enable_it(spark):
-    with EmbeddedServer(binlog=False) as info:
+    with embedded_server(binlog=False) as info:
         options = {**info.source_options(), "database-name": "mysql", "table-name": r"mysql\..*"}
         message = _error_of(spark, options)
     assert "log-bin" in message and "binlog is off" in message
