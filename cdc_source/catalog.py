@@ -7,8 +7,9 @@ dataclasses with everything a reader needs to type and compare a value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from cdc_source.charsets import read_byte_tables
 from cdc_source.mysql_client import quote_ident
 
 STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"}
@@ -38,6 +39,13 @@ class ColumnSpec:
     # report it (MySQL 5.7, MariaDB before 12.1); ``pad_space`` then reads the name.
     no_pad: bool | None = None
     collation_id: int | None = None  # COLLATIONS.ID: what a binlog TABLE_MAP names it by
+    # A TINYINT(1) given to Spark as BOOLEAN (treat-tinyint1-as-boolean.enabled, never a
+    # key column: cdc_source.types.with_tinyint1_policy). Its values must be 0 or 1; any
+    # other is refused, since a boolean cannot hold it.
+    boolean: bool = False
+    # For a text column of a single-byte character set: the server's own character for
+    # each byte (cdc_source.charsets), read when the query starts.
+    byte_table: str | None = field(default=None, repr=False)
 
     @property
     def unsigned(self) -> bool:
@@ -216,8 +224,11 @@ def _read_collations(cur, collations: set[str]) -> tuple[dict[str, bool], dict[s
     return pad_attributes(cur.description, rows), collation_ids(cur.description, rows)
 
 
-def _column_spec(row, no_pad: dict[str, bool], ids: dict[str, int]) -> ColumnSpec:
+def _column_spec(
+    row, no_pad: dict[str, bool], ids: dict[str, int], byte_tables: dict[str, str]
+) -> ColumnSpec:
     """A row of ``_COLUMNS_SQL`` as a :class:`ColumnSpec`."""
+    text = _as_str(row[3]).lower() in STRING_TYPES
     return ColumnSpec(
         name=_as_str(row[2]),
         data_type=_as_str(row[3]).lower(),
@@ -232,21 +243,29 @@ def _column_spec(row, no_pad: dict[str, bool], ids: dict[str, int]) -> ColumnSpe
         fsp=int(row[12] or 0),
         no_pad=no_pad.get(_as_str(row[11])),
         collation_id=ids.get(_as_str(row[11])),
+        byte_table=byte_tables.get(_as_str(row[10])) if text else None,
     )
 
 
 def current_shape(conn, schema: TableSchema) -> TableSchema:
     """``schema`` with the columns and primary key the table has now (one table's rows of
-    ``information_schema``, which shows the latest DDL, not a snapshot's)."""
+    ``information_schema``, which shows the latest DDL, not a snapshot's). A TINYINT(1)
+    column the query gives as BOOLEAN stays one; a column added since is an integer, as
+    the binlog describes it."""
     one_table = "\n  AND TABLE_SCHEMA = %s AND TABLE_NAME = %s\nORDER BY"
     names = (schema.database, schema.table)
     with conn.cursor() as cur:
         cur.execute(_COLUMNS_SQL.replace("\nORDER BY", one_table, 1), names)
         rows = cur.fetchall()
         no_pad, ids = _read_collations(cur, {_as_str(row[11]) for row in rows if row[11]})
+        tables = read_byte_tables(cur, {_as_str(row[10]) for row in rows if row[10]})
         cur.execute(_KEYS_SQL.replace("\nORDER BY", one_table, 1), names)
         key = tuple(_as_str(row[2]) for row in cur.fetchall())
-    columns = tuple(_column_spec(row, no_pad, ids) for row in rows)
+    booleans = {spec.name for spec in schema.columns if spec.boolean}
+    columns = tuple(
+        replace(spec, boolean=spec.is_tinyint1 and spec.name in booleans)
+        for spec in (_column_spec(row, no_pad, ids, tables) for row in rows)
+    )
     now = replace(schema, columns=columns, primary_key=key)
     if schema.declared_key:
         # The chunk key column keeps its role while it is still NOT NULL and uniquely
@@ -280,10 +299,11 @@ def discover_tables(conn, matches) -> list[TableSchema]:
         cur.execute(_COLUMNS_SQL)
         rows = [row for row in cur.fetchall() if (_as_str(row[0]), _as_str(row[1])) in tables]
         no_pad, ids = _read_collations(cur, {_as_str(row[11]) for row in rows if row[11]})
+        byte_tables = read_byte_tables(cur, {_as_str(row[10]) for row in rows if row[10]})
         columns: dict[tuple[str, str], list[ColumnSpec]] = {}
         for row in rows:
             key = (_as_str(row[0]), _as_str(row[1]))
-            columns.setdefault(key, []).append(_column_spec(row, no_pad, ids))
+            columns.setdefault(key, []).append(_column_spec(row, no_pad, ids, byte_tables))
         cur.execute(_KEYS_SQL)
         keys: dict[tuple[str, str], list[str]] = {}
         for db, t, col in cur.fetchall():

@@ -201,6 +201,12 @@ OPTION_DOCS: dict[str, str] = {
         f"fail-over, lost connection), with waits of 0.5 s doubling to at most 15 s; default "
         f"{DEFAULT_MAX_RETRIES} (about 90 s of waiting); 0 fails at the first fault"
     ),
+    "treat-tinyint1-as-boolean.enabled": (
+        "true (default, Flink CDC's option) or false: whether TINYINT(1) columns are "
+        "BOOLEAN; a value other than 0 or 1 in such a column is then refused (the query "
+        "stops with an error naming it), never turned into true. With false they are "
+        "tinyint. A key column is tinyint either way: a boolean key would merge rows"
+    ),
     "metadata.list": (
         "comma-separated metadata columns appended to a single table's typed output, in "
         "this order: " + ", ".join(METADATA_NAMES) + " (the envelope output always has all)"
@@ -282,6 +288,7 @@ class SourceOptions:
     gtid_wait_timeout: int = 60
     metadata: tuple[str, ...] = ()  # metadata.list, in the order given
     chunk_keys: ChunkKeyColumns | None = None  # scan.incremental.snapshot.chunk.key-column
+    tinyint1_as_boolean: bool = True  # treat-tinyint1-as-boolean.enabled
 
     @property
     def flink_table_form(self) -> bool:
@@ -805,4 +812,15 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         gtid_wait_timeout=_whole_seconds(options, "scan.snapshot.gtid-wait.timeout", 60),
         metadata=_parse_metadata(options.get("metadata.list")),
         chunk_keys=chunk_keys,
+        tinyint1_as_boolean=_boolean(options, "treat-tinyint1-as-boolean.enabled", True),
     )
+
+
+def _boolean(options: dict[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(f"option '{name}' must be true or false, got '{raw}'")
+    return value == "true"

@@ -13,7 +13,7 @@ from cdc_source.keys import KeyTypeError, encode_component
 from cdc_source.mysql_client import binary_logs, variables
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import SourceOptions
-from cdc_source.types import spark_type
+from cdc_source.types import spark_type, with_tinyint1_policy
 
 log = logging.getLogger("cdc_mysql")
 
@@ -105,6 +105,7 @@ def check_tables(conn, options: SourceOptions) -> list[TableSchema]:
             f"'{options.username}' also needs SELECT on the tables to see them"
         )
     tables, key_problems = with_chunk_keys(conn, tables, options.chunk_keys)
+    tables = [with_tinyint1_policy(t, options.tinyint1_as_boolean) for t in tables]
     problems = table_problems(tables, key_problems)
     if problems:
         raise PreflightError("; ".join(problems))

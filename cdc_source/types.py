@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +31,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec
+from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSchema
+from cdc_source.refusals import (
+    boolean_refusal,
+    invalid_date_refusal,
+)
 
 SPARK_MAX_DECIMAL = 38
 
@@ -39,11 +44,23 @@ class UnsupportedTypeError(ValueError):
     pass
 
 
+def with_tinyint1_policy(table: TableSchema, as_boolean: bool) -> TableSchema:
+    """``table`` with its TINYINT(1) columns marked as BOOLEAN where ``as_boolean``
+    (Flink CDC's default), except key columns: a key mapped to a type of two values would
+    merge rows the server keeps apart."""
+    key = set(table.primary_key)
+    columns = tuple(
+        replace(c, boolean=as_boolean and c.is_tinyint1 and c.name not in key)
+        for c in table.columns
+    )
+    return replace(table, columns=columns)
+
+
 def spark_type(column: ColumnSpec) -> DataType:
     t = column.data_type
     unsigned = column.unsigned
     if t == "tinyint":
-        if column.is_tinyint1:
+        if column.boolean:
             return BooleanType()
         return ShortType() if unsigned else ByteType()
     if t == "smallint":
@@ -98,7 +115,11 @@ def canonical_value(column: ColumnSpec, value: Any) -> Any:
         return None
     t = column.data_type
     if t in ("tinyint", "smallint", "mediumint", "int", "integer"):
-        return bool(value) if column.is_tinyint1 else int(value)
+        if column.boolean:
+            if int(value) not in (0, 1):
+                raise boolean_refusal(column.name, value)
+            return bool(int(value))
+        return int(value)
     if t == "bigint":
         return Decimal(int(value)) if column.unsigned else int(value)
     if t == "decimal":
@@ -130,17 +151,24 @@ def canonical_value(column: ColumnSpec, value: Any) -> Any:
     if t in STRING_TYPES or t == "enum":
         return value.decode("utf-8") if isinstance(value, bytes) else str(value)
     if t == "date":
-        return value if isinstance(value, dt.date) else None
+        return value if isinstance(value, dt.date) else _zero_date(column, value)
     if t in ("datetime", "timestamp"):
-        if isinstance(value, dt.datetime):
-            return value
-        return None  # zero dates ('0000-00-00 00:00:00') have no Spark value
+        return value if isinstance(value, dt.datetime) else _zero_date(column, value)
     if t == "time":
         return _to_micros(value) if isinstance(value, dt.timedelta) else int(value)
     if t == "year":
         year = int(value)
         return 0 if year == 1900 else year  # the binlog library maps YEAR 0 to 1900
     raise UnsupportedTypeError(f"no conversion for column {column.name!r} ({column.column_type})")
+
+
+def _zero_date(column: ColumnSpec, text: Any) -> None:
+    """None for the zero date (``0000-00-00``, with a zero time for DATETIME), which has
+    no Spark value; any other text a client could not read as a date is refused."""
+    spelled = text.decode() if isinstance(text, bytes) else str(text)
+    if spelled.strip("0-: .") == "":
+        return None
+    raise invalid_date_refusal(column.name, spelled)
 
 
 def _json_decoded(value: Any) -> Any:

@@ -79,10 +79,12 @@ class CapturedTables:
             return
         from cdc_source.chunk_key import with_chunk_keys
         from cdc_source.preflight import read_schemas, table_problems
+        from cdc_source.types import with_tinyint1_policy
 
         def read(conn) -> list[TableSchema]:
             found = read_schemas(conn, lambda db, t: f"{db}.{t}" in wanted)
             found, key_problems = with_chunk_keys(conn, found, self.options.chunk_keys)
+            found = [with_tinyint1_policy(t, self.options.tinyint1_as_boolean) for t in found]
             problems = table_problems(found, key_problems)
             if problems:
                 raise TableSetError(

@@ -55,6 +55,13 @@ CLASSES: dict[str, tuple[str, str]] = {
         "with GTIDs, restart the query (it resumes on the new server from its checkpoint); "
         "without them, start a new query with a new checkpoint",
     ),
+    "ValueRefusedError": (
+        "a stored value that the column's Spark type cannot hold (a TINYINT(1) other than 0 "
+        "or 1 read as BOOLEAN, a date that is neither real nor the zero date, text that is "
+        "not valid in its character set); the task fails and nothing of its batch is emitted",
+        "as the message says: the option that maps the type differently, or correct the "
+        "value on the server; the query resumes from its last committed batch",
+    ),
     "HeadPrivilegeError": (
         "the account may not read the binlog head (SHOW BINARY LOG STATUS / SHOW MASTER STATUS)",
         "GRANT REPLICATION CLIENT (MySQL) or BINLOG MONITOR (MariaDB 10.5+) to the account",
@@ -230,6 +237,8 @@ INTERNAL = {
     "ValueError",
     "error",
     "ArrowInvalid",
+    "_InvalidDate",
+    "FileNotFoundError",  # a throwaway server's unpacked tree is incomplete (tests, quickstart)
 }
 
 
@@ -272,6 +281,23 @@ def _returned_messages(where: str, tree: ast.Module) -> list[Raise]:
     return found
 
 
+def _value_refusals(where: str, tree: ast.Module) -> list[Raise]:
+    """The refusals of stored values: functions that return a ``ValueRefusedError`` built
+    from a column, a value and why (its third argument), raised by the readers."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        if getattr(call.func, "id", None) != "ValueRefusedError" or len(call.args) < 3:
+            continue
+        why = _template(call.args[2])
+        if why is not None:
+            message = f"column …: the value … {' '.join(why.split())}"
+            found.append(Raise("ValueRefusedError", message, where))
+    return found
+
+
 def raises() -> list[Raise]:
     found = []
     for package in PACKAGES:
@@ -287,6 +313,7 @@ def raises() -> list[Raise]:
                     where = f"{path.relative_to(ROOT).as_posix()}"
                     found.append(Raise(cls, " ".join(message.split()), where))
             found += _returned_messages(path.relative_to(ROOT).as_posix(), tree)
+            found += _value_refusals(path.relative_to(ROOT).as_posix(), tree)
     return sorted(set(found), key=lambda r: (r.cls, r.message, r.where))
 
 

@@ -26,6 +26,12 @@ enum { WRITE = 0, UPDATE = 1, DELETE = 2 };
 
 static PyObject *RowDecodeError;
 static PyObject *PartialJsonError;
+static PyObject *InvalidDateError; /* args: (column index, the value as the server prints it) */
+
+#define REFUSED_TEXT 40
+
+/* MariaDB allows DECIMAL scales up to 38 (MySQL up to 30). */
+#define MAX_DECIMAL_SCALE 38
 
 typedef struct { uint8_t *data; size_t len, cap; } Buf;
 
@@ -181,11 +187,11 @@ static int append_bytes(Column *col, const uint8_t *p, size_t n, size_t pad) {
  * (set for positive), negative values stored inverted. */
 static int append_decimal(Column *col, Reader *r, const Plan *pl) {
     int precision = pl->a, scale = pl->b, whole = precision - scale;
-    if (precision < 1 || precision > 65 || scale < 0 || scale > 30 || scale > precision) {
+    if (precision < 1 || precision > 65 || scale < 0 || scale > MAX_DECIMAL_SCALE || scale > precision) {
         PyErr_Format(RowDecodeError, "DECIMAL(%d,%d) cannot be decoded", precision, scale);
         return -1;
     }
-    int size = decimal_size(precision, scale);  /* at most 30 for DECIMAL(65,30) */
+    int size = decimal_size(precision, scale);  /* at most 30 bytes (DECIMAL(65,30)) */
     if (need(r, size) < 0) return -1;
     uint8_t raw[40];
     memcpy(raw, r->p + r->pos, size);
@@ -247,9 +253,26 @@ static int append_decimal(Column *col, Reader *r, const Plan *pl) {
     return append_bytes(col, (const uint8_t *)text, (size_t)n, 0);
 }
 
-/* Appends one non-NULL value. *valid is cleared for values with no Spark value
- * (zero dates), which are appended as NULL. */
-static int append_value(Column *col, Reader *r, const Plan *pl, int *valid) {
+/* A date or datetime that is neither a real date nor the all-zero date (2020-02-31 under
+ * ALLOW_INVALID_DATES, 2020-00-15 without NO_ZERO_IN_DATE): spelled into `refused` for
+ * the error, and *valid set to 2. */
+static int refuse_date(char *refused, int *valid, int64_t y, int64_t m, int64_t d,
+                       int64_t hms, int64_t micros, int has_time) {
+    if (has_time)
+        snprintf(refused, REFUSED_TEXT, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld.%06lld",
+                 (long long)y, (long long)m, (long long)d, (long long)(hms >> 12),
+                 (long long)((hms >> 6) % 64), (long long)(hms % 64), (long long)micros);
+    else
+        snprintf(refused, REFUSED_TEXT, "%04lld-%02lld-%02lld", (long long)y, (long long)m,
+                 (long long)d);
+    *valid = 2;
+    return 0;
+}
+
+/* Appends one non-NULL value. *valid is cleared for the all-zero date, which has no
+ * Spark value and is appended as NULL; it is 2 for a date that is neither a real one
+ * nor the zero date (spelled into `refused`), which the caller refuses. */
+static int append_value(Column *col, Reader *r, const Plan *pl, int *valid, char *refused) {
     const uint8_t *p;
     int ok = 1;
     *valid = 1;
@@ -289,6 +312,8 @@ static int append_value(Column *col, Reader *r, const Plan *pl, int *valid) {
         int64_t days = days_from_civil((int64_t)(v >> 9), (int)((v >> 5) & 15), (int)(v & 31), &ok);
         int32_t d32 = (int32_t)days;
         *valid = ok;
+        if (!ok && v != 0)
+            refuse_date(refused, valid, (int64_t)(v >> 9), (v >> 5) & 15, v & 31, 0, 0, 0);
         return buf_append(&col->values, &d32, 4);
     }
     case K_DATETIME2: {
@@ -297,10 +322,15 @@ static int append_value(Column *col, Reader *r, const Plan *pl, int *valid) {
         r->pos += 5;
         int64_t micros;
         if (fraction(r, pl->a, &micros) < 0) return -1;
-        if (packed < 0) { *valid = 0; return append_i64(col, 0); }
+        if (packed < 0) {
+            PyErr_SetString(RowDecodeError, "DATETIME2 value below the zero date");
+            return -1;
+        }
         int64_t ymd = packed >> 17, hms = packed % (1 << 17), ym = ymd >> 5;
         int64_t days = days_from_civil(ym / 13, (int)(ym % 13), (int)(ymd % 32), &ok);
         *valid = ok;
+        if (!ok && (ymd != 0 || hms != 0 || micros != 0))
+            refuse_date(refused, valid, ym / 13, ym % 13, ymd % 32, hms, micros, 1);
         int64_t secs = ((days * 24 + (hms >> 12)) * 60 + ((hms >> 6) % 64)) * 60 + hms % 64;
         return append_i64(col, ok ? secs * 1000000 + micros : 0);
     }
@@ -369,6 +399,10 @@ static int append_value(Column *col, Reader *r, const Plan *pl, int *valid) {
         uint64_t date = v / 1000000, t = v % 1000000;
         int64_t days = days_from_civil(date / 10000, (int)(date / 100 % 100), (int)(date % 100), &ok);
         *valid = ok;
+        if (!ok && v != 0)
+            refuse_date(refused, valid, (int64_t)(date / 10000), (int64_t)(date / 100 % 100),
+                        (int64_t)(date % 100),
+                        (int64_t)((t / 10000) << 12 | (t / 100 % 100) << 6 | t % 100), 0, 1);
         int64_t secs = ((days * 24 + t / 10000) * 60 + t / 100 % 100) * 60 + t % 100;
         return append_i64(col, ok ? secs * 1000000 : 0);
     }
@@ -400,11 +434,20 @@ static int decode_image(RowSink *s, Reader *r, Column *cols) {
     if (need(r, nbytes) < 0) return -1;
     const uint8_t *nulls = r->p + r->pos;
     r->pos += nbytes;
+    char refused[REFUSED_TEXT];
     for (int i = 0; i < s->ncols; i++) {
         int valid = 0;
         if (nulls[i >> 3] & (1u << (i & 7))) {
             if (append_null(&cols[i], &s->plan[i]) < 0) return -1;
-        } else if (append_value(&cols[i], r, &s->plan[i], &valid) < 0) {
+        } else if (append_value(&cols[i], r, &s->plan[i], &valid, refused) < 0) {
+            return -1;
+        }
+        if (valid == 2) {
+            PyObject *args = Py_BuildValue("(is)", i, refused);
+            if (args) {
+                PyErr_SetObject(InvalidDateError, args);
+                Py_DECREF(args);
+            }
             return -1;
         }
         if (bit_set(&cols[i].validity, s->rows, valid) < 0) return -1;
@@ -635,7 +678,7 @@ static int RowSink_init(RowSink *s, PyObject *args, PyObject *kwds) {
         case K_SINT: case K_UINT: case K_ENUM: case K_SET: case K_BIT:
             bad = a < 1 || a > 8; break;
         case K_DECIMAL:
-            bad = a < 1 || a > 65 || b > 30 || b > a; break;
+            bad = a < 1 || a > 65 || b > MAX_DECIMAL_SCALE || b > a; break;
         case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2:
             bad = a > 6; break;
         case K_VAR:
@@ -895,6 +938,8 @@ PyMODINIT_FUNC PyInit__rowdecoder(void) {
     if (!RowDecodeError) goto fail;
     PartialJsonError = PyErr_NewException("reader._rowdecoder.PartialJsonError", RowDecodeError, NULL);
     if (!PartialJsonError) goto fail;
+    InvalidDateError = PyErr_NewException("reader._rowdecoder.InvalidDateError", RowDecodeError, NULL);
+    if (!InvalidDateError) goto fail;
     Py_INCREF(&RowSinkType);
     if (PyModule_AddObject(m, "RowSink", (PyObject *)&RowSinkType) < 0) {
         Py_DECREF(&RowSinkType);
@@ -908,6 +953,11 @@ PyMODINIT_FUNC PyInit__rowdecoder(void) {
     Py_INCREF(PartialJsonError);
     if (PyModule_AddObject(m, "PartialJsonError", PartialJsonError) < 0) {
         Py_DECREF(PartialJsonError);
+        goto fail;
+    }
+    Py_INCREF(InvalidDateError);
+    if (PyModule_AddObject(m, "InvalidDateError", InvalidDateError) < 0) {
+        Py_DECREF(InvalidDateError);
         goto fail;
     }
     return m;

@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from cdc_source.catalog import TableSchema
 from cdc_source.offsets import BinlogPosition
 from cdc_source.output_schema import is_envelope, output_metadata, output_schema
+from cdc_source.refusals import ValueRefusedError
 from cdc_source.types import (
     canonical_value,
     json_default,
@@ -179,10 +180,13 @@ class ArrowWriter:
             )
             yield from self.batches(rows, target)
             return
-        arrays = [
-            text_column_to_arrow(column, values, field.type)
-            for column, values, field in zip(table.columns, columns, self.arrow_schema)
-        ]
+        try:
+            arrays = [
+                text_column_to_arrow(column, values, field.type)
+                for column, values, field in zip(table.columns, columns, self.arrow_schema)
+            ]
+        except ValueRefusedError as err:
+            raise err.in_table(table.name, f"read by the snapshot as of {target}") from None
         arrays.append(_constant(pa.scalar("r"), count))
         arrays.append(seqs)
         arrays.append(_constant(pa.scalar(ts_ms, pa.int64()), count))
@@ -209,6 +213,15 @@ class ArrowWriter:
         return [[] for _ in range(self._base_width)]
 
     def _append(self, columns: list[list], row: Emitted) -> None:
+        try:
+            values = self._values(row)
+        except ValueRefusedError as err:
+            raise err.in_table(row.table.name) from None
+        for column, value in zip(columns, values):
+            column.append(value)
+
+    def _values(self, row: Emitted) -> list:
+        """The output columns of one row (the per-row road)."""
         if self.envelope:
             before = _canonical(row.table, row.before)
             after = _canonical(row.table, row.after)
@@ -230,8 +243,7 @@ class ArrowWriter:
             image = image or {}  # a table reset ('t'): every column NULL
             values = [canonical_value(c, image.get(c.name)) for c in row.table.columns]
             values += [row.op, row.seq, row.ts_ms]
-        for column, value in zip(columns, values):
-            column.append(value)
+        return values
 
     def _batch(
         self, columns: list[list], origins: RowOrigins | BinlogPosition | None, offset: int

@@ -18,6 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.table_map import Column
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSchema
+from cdc_source.refusals import ValueRefusedError
 from cdc_source.types import SPARK_MAX_DECIMAL, spark_type
 from reader import json_binary
 from reader.binlog_range import ChangeBlock
@@ -31,6 +32,7 @@ from reader.schema_drift import (
     primary_key_change,
 )
 from reader.schema_drift import known_at as schema_known_at
+from reader.value_checks import boolean_column, decoded_text
 
 
 def _no_charsets(collation_id: int) -> str:
@@ -86,49 +88,13 @@ class BinlogSchemaMismatchError(RuntimeError):
     """A binlog column's type differs from the column the query's schema expects."""
 
 
-_UTF8 = {None, "utf8mb4", "utf8mb3", "utf8", "ascii", "binary"}
-_CODECS = {
-    "latin1": "cp1252",
-    "latin2": "iso8859_2",
-    "cp1250": "cp1250",
-    "cp1251": "cp1251",
-    "cp1256": "cp1256",
-    "cp1257": "cp1257",
-    "greek": "iso8859_7",
-    "hebrew": "iso8859_8",
-    "latin5": "iso8859_9",
-    "latin7": "iso8859_13",
-    "koi8r": "koi8_r",
-    "koi8u": "koi8_u",
-    "ucs2": "utf_16_be",
-    "utf16": "utf_16_be",
-    "utf16le": "utf_16_le",
-    "utf32": "utf_32_be",
-    "gbk": "gbk",
-    "gb2312": "gb2312",
-    "gb18030": "gb18030",
-    "big5": "big5",
-    "sjis": "shift_jis",
-    "cp932": "cp932",
-    "ujis": "euc_jp",
-    "eucjpms": "euc_jp",
-    "euckr": "euc_kr",
-    "tis620": "tis_620",
-    "cp850": "cp850",
-    "cp852": "cp852",
-    "cp866": "cp866",
-    "macroman": "mac_roman",
-    "armscii8": "armscii8",
-}
-
-
 def canonical_column(
     spec: ColumnSpec, column: Column, values: pa.Array, target: pa.DataType
 ) -> pa.Array:
     """One decoded column as the output type ``target`` of ``spec``."""
     t = spec.data_type
-    if t == "tinyint" and spec.is_tinyint1:
-        return pc.not_equal(values, 0)
+    if t == "tinyint" and spec.boolean:
+        return boolean_column(spec, values)
     if t in ("tinyint", "smallint", "mediumint", "int", "integer", "year"):
         return values.cast(target)
     if t == "bigint":
@@ -174,18 +140,7 @@ def canonical_column(
     if t in BINARY_TYPES:
         return values
     if t in STRING_TYPES:
-        charset = (spec.charset or "").lower()
-        if charset in _UTF8:
-            return values.cast(pa.string())
-        codec = _CODECS.get(charset)
-        if codec is None:
-            raise BinlogSchemaMismatchError(
-                f"column {spec.name!r} uses character set {charset}, which the binlog decoder "
-                "cannot convert; exclude the table or convert the column to utf8mb4"
-            )
-        return pa.array(
-            [None if v is None else v.decode(codec) for v in values.to_pylist()], pa.string()
-        )
+        return decoded_text(spec, values)
     raise BinlogSchemaMismatchError(f"no binlog conversion for {spec.name!r} ({spec.column_type})")
 
 
@@ -287,11 +242,22 @@ class ImageColumns:
                 ]
                 column = self.block.table_map.columns[position]
                 spec, source = self.schema.columns[index], self.sources[index]
-                if source is spec:
-                    self._cache[key] = canonical_column(spec, column, raw, self.types[index])
-                else:
-                    self._cache[key] = self._retyped(spec, source, column, raw, index)
+                try:
+                    if source is spec:
+                        self._cache[key] = canonical_column(spec, column, raw, self.types[index])
+                    else:
+                        self._cache[key] = self._retyped(spec, source, column, raw, index)
+                except ValueRefusedError as err:
+                    raise err.in_table(self.block.table, self._where()) from None
         return self._cache[key]
+
+    def _where(self) -> str:
+        first, last = 0, self.block.num_rows - 1
+        return (
+            f"in the row events ending at binlog file #{int(self.block.file_number[first])} "
+            f"position {int(self.block.end_pos[first])} to file "
+            f"#{int(self.block.file_number[last])} position {int(self.block.end_pos[last])}"
+        )
 
     def _retyped(
         self, spec: ColumnSpec, source: ColumnSpec, column: Column, raw: pa.Array, index: int

@@ -38,7 +38,14 @@ from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
-from reader.row_decoding import NATIVE_ERRORS, PARTIAL_JSON_ERRORS, DecodedRows, RowSink
+from cdc_source.refusals import invalid_date_refusal
+from reader.row_decoding import (
+    INVALID_DATE_ERRORS,
+    NATIVE_ERRORS,
+    PARTIAL_JSON_ERRORS,
+    DecodedRows,
+    RowSink,
+)
 from reader.table_follow import TableFollow, UnloggedRowChangeError
 
 ROWS_PER_BLOCK = 65536
@@ -372,6 +379,11 @@ class RangeReader:
                 f"{event.where} of {table_map.name}: {err}. Set binlog_row_value_options='' "
                 "for sessions that write captured tables, then start a new query (new "
                 "checkpoint location) to snapshot again"
+            ) from None
+        except INVALID_DATE_ERRORS as err:
+            index, value = err.args
+            raise invalid_date_refusal(table_map.columns[index].name, value).in_table(
+                table_map.name, event.where
             ) from None
         except NATIVE_ERRORS as err:
             raise UndecodableEventError(

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_source.binlog.transport import DumpSource
-from cdc_source.catalog import TableSchema, current_shape
+from cdc_source.catalog import STRING_TYPES, ColumnSpec, TableSchema, current_shape
+from cdc_source.charsets import is_utf8
 from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql
@@ -130,13 +131,25 @@ def _open_after_gtid_wait(conn, task: ChunkTask) -> BinlogPosition:
     )
 
 
+def _selected(column: ColumnSpec, name: str) -> str:
+    """How a column is selected: as stored, except FLOAT, which the text protocol prints
+    with 6 digits (as DOUBLE it is the exact 32-bit value), and text of a character set
+    other than UTF-8, read as its stored bytes and decoded as the binlog's are
+    (:mod:`cdc_source.charsets`), not converted by the server, which turns a byte without
+    a character into '?'."""
+    if column.data_type == "float":
+        return f"CAST({name} AS DOUBLE)"
+    if column.data_type in STRING_TYPES and not is_utf8(column.charset):
+        return f"CAST({name} AS BINARY)"
+    return name
+
+
 def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
     schema = chunk.table
     expressions = []
     for column in schema.columns:
         name = quote_ident(column.name)
-        # The text protocol prints FLOAT with 6 digits; as DOUBLE it is the exact 32-bit value.
-        expressions.append(f"CAST({name} AS DOUBLE)" if column.data_type == "float" else name)
+        expressions.append(_selected(column, name))
     for column in schema.key_columns:
         if needs_weight(column):
             expressions.append(weight_sql(column, quote_ident(column.name)))

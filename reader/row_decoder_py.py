@@ -33,6 +33,7 @@ from cdc_source.binlog.row_plan import (
     K_VAR,
     K_YEAR,
     MAX_DECIMAL128,
+    MAX_DECIMAL_SCALE,
     arrow_type,
     decimal_size,
 )
@@ -48,6 +49,17 @@ class RowDecodeError(ValueError):
 
 class PartialJsonError(RowDecodeError):
     """A PARTIAL_UPDATE_ROWS after-image holds a JSON diff instead of the whole value."""
+
+
+class InvalidDateError(RowDecodeError):
+    """A date that is neither a real date nor the all-zero one (``2020-02-31`` under
+    ALLOW_INVALID_DATES, ``2020-00-15`` without NO_ZERO_IN_DATE): no Spark value holds
+    it. Args: the column's index and the value as the server prints it."""
+
+
+class _InvalidDate(Exception):
+    """Raised by :func:`_value` with the spelled value; :class:`PyRowSink` adds the
+    column index."""
 
 
 class _Reader(Cursor):
@@ -67,7 +79,7 @@ def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, i
     the leading and trailing partial groups in fewer; the first bit is the sign (set for
     positive), negative values are stored inverted. Returns (negative, integer part,
     fraction digits as an integer of ``scale`` digits)."""
-    if not 1 <= precision <= 65 or not 0 <= scale <= min(precision, 30):
+    if not 1 <= precision <= 65 or not 0 <= scale <= min(precision, MAX_DECIMAL_SCALE):
         raise RowDecodeError(f"DECIMAL({precision},{scale}) cannot be decoded")
     if len(raw) != decimal_size(precision, scale):
         raise RowDecodeError(
@@ -103,17 +115,32 @@ def unpack_decimal(raw: bytes, precision: int, scale: int) -> tuple[bool, int, i
 
 
 def _days(year: int, month: int, day: int) -> int | None:
+    """Days since 1970-01-01, or None for a date that is not a real one."""
     if year == 0 or month == 0 or day == 0:
         return None
     try:
         return dt.date(year, month, day).toordinal() - _EPOCH_ORDINAL
     except ValueError:
-        return None  # e.g. 2020-02-31 under ALLOW_INVALID_DATES: no Spark value
+        return None
+
+
+def _date_days(year: int, month: int, day: int) -> int | None:
+    """A DATE as days; None for the zero date, which has no Spark value."""
+    days = _days(year, month, day)
+    if days is None and (year, month, day) != (0, 0, 0):
+        raise _InvalidDate(f"{year:04d}-{month:02d}-{day:02d}")
+    return days
 
 
 def _datetime_micros(year, month, day, hour, minute, second, micros) -> int | None:
+    """A DATETIME as microseconds; None for the zero datetime."""
     days = _days(year, month, day)
     if days is None:
+        if (year, month, day, hour, minute, second, micros) != (0,) * 7:
+            raise _InvalidDate(
+                f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
+                f".{micros:06d}"
+            )
         return None
     return ((days * 24 + hour) * 60 + minute) * 60_000_000 + second * 1_000_000 + micros
 
@@ -178,10 +205,12 @@ def _value(reader: _Reader, entry: tuple[int, int, int]):
         return ("-" + text if negative else text).encode()
     if kind == K_DATE:
         value = reader.uint(3)
-        return _days(value >> 9, (value >> 5) & 15, value & 31)
+        return _date_days(value >> 9, (value >> 5) & 15, value & 31)
     if kind == K_DATETIME2:
         packed = int.from_bytes(reader.take(5), "big") - 0x8000000000
         micros = _fraction(reader, a)
+        if packed < 0:
+            raise RowDecodeError("DATETIME2 value below the zero date")
         ymd, hms = packed >> 17, packed % (1 << 17)
         ym = ymd >> 5
         return _datetime_micros(
@@ -253,8 +282,11 @@ class PyRowSink:
         for i, entry in enumerate(self.plan):
             if null_bitmap[i >> 3] & (1 << (i & 7)):
                 columns[i].append(None)
-            else:
+                continue
+            try:
                 columns[i].append(_value(reader, entry))
+            except _InvalidDate as err:
+                raise InvalidDateError(i, str(err)) from None
 
     def _absent(self, columns: list[list]) -> None:
         for column in columns:
@@ -329,7 +361,7 @@ def _invalid_entry(kind: int, a: int, b: int) -> bool:
     if kind in (K_SINT, K_UINT, K_ENUM, K_SET, K_BIT):
         return not 1 <= a <= 8
     if kind == K_DECIMAL:
-        return not (1 <= a <= 65 and b <= 30 and b <= a)
+        return not (1 <= a <= 65 and b <= MAX_DECIMAL_SCALE and b <= a)
     if kind in (K_DATETIME2, K_TIMESTAMP2, K_TIME2):
         return a > 6
     if kind == K_VAR:

@@ -24,6 +24,9 @@ if _rowdecoder is not None:
 PARTIAL_JSON_ERRORS: tuple[type[Exception], ...] = (row_decoder_py.PartialJsonError,)
 if _rowdecoder is not None:
     PARTIAL_JSON_ERRORS += (_rowdecoder.PartialJsonError,)
+INVALID_DATE_ERRORS: tuple[type[Exception], ...] = (row_decoder_py.InvalidDateError,)
+if _rowdecoder is not None:
+    INVALID_DATE_ERRORS += (_rowdecoder.InvalidDateError,)
 
 
 def native_available() -> bool:

@@ -17,7 +17,9 @@ import pyarrow.compute as pc
 from pymysql import converters
 
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec
+from cdc_source.charsets import TextDecoder, is_utf8
 from cdc_source.types import SPARK_MAX_DECIMAL, canonical_value
+from reader.value_checks import boolean_column, decoded_text
 
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year")
 _CASTABLE_TEXT = STRING_TYPES | {"enum", "set"}
@@ -46,6 +48,8 @@ def text_to_python(column: ColumnSpec, raw: Any) -> Any:
         return converters.convert_datetime(_text(raw))
     if t == "time":
         return converters.convert_timedelta(_text(raw))
+    if t in STRING_TYPES and not is_utf8(column.charset):
+        return TextDecoder(column.name, column.charset or "", column.byte_table)(bytes(raw))
     return _text(raw)
 
 
@@ -53,8 +57,8 @@ def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> p
     """Arrow's cast of a binary column of the server's text, or None (parse per value)."""
     t = column.data_type
     if t in _INTEGERS:
-        if column.is_tinyint1:
-            return pc.not_equal(text.cast(pa.int16()), 0)
+        if column.boolean:
+            return boolean_column(column, text.cast(pa.int16()))
         if t == "bigint" and column.unsigned:
             return text.cast(pa.decimal128(20, 0))
         return text.cast(arrow_type)
@@ -62,6 +66,8 @@ def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> p
         return text.cast(arrow_type)
     if t in ("float", "double", "real"):
         return text.cast(pa.float64()).cast(arrow_type)
+    if t in STRING_TYPES:
+        return decoded_text(column, text)
     if t in _CASTABLE_TEXT:
         return text.cast(pa.string())  # checks that it is UTF-8
     if t in BINARY_TYPES and t != "binary":

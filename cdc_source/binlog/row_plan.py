@@ -41,6 +41,8 @@ K_DATETIME, K_TIMESTAMP, K_TIME = 15, 16, 17
 
 BINARY_COLLATION = 63
 MAX_DECIMAL128 = 38
+# The largest DECIMAL scale a server writes: MariaDB's (MySQL's is 30).
+MAX_DECIMAL_SCALE = 38
 
 _INT_WIDTH = {c.T_TINY: 1, c.T_SHORT: 2, c.T_INT24: 3, c.T_LONG: 4, c.T_LONGLONG: 8}
 _BLOBS = {c.T_BLOB, c.T_TINY_BLOB, c.T_MEDIUM_BLOB, c.T_LONG_BLOB, c.T_GEOMETRY, c.T_JSON}
@@ -64,7 +66,7 @@ def column_plan(column: Column) -> tuple[int, int, int]:
     entry = _column_plan(column)
     kind, a, b = entry
     bad = (
-        (kind == K_DECIMAL and not (1 <= a <= 65 and b <= min(a, 30)))
+        (kind == K_DECIMAL and not (1 <= a <= 65 and b <= min(a, MAX_DECIMAL_SCALE)))
         or (kind in (K_DATETIME2, K_TIMESTAMP2, K_TIME2) and a > 6)
         or (kind in (K_ENUM, K_SET, K_BIT) and not 1 <= a <= 8)
     )

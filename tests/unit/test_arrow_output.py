@@ -26,7 +26,7 @@ def _col(name, data_type, column_type, **kw) -> ColumnSpec:
 
 COLUMNS = (
     _col("id", "int", "int(11)"),
-    _col("flag", "tinyint", "tinyint(1)"),
+    _col("flag", "tinyint", "tinyint(1)", boolean=True),
     _col("small", "tinyint", "tinyint(4)"),
     _col("big", "bigint", "bigint(20) unsigned"),
     _col("amount", "decimal", "decimal(10,2)", precision=10, scale=2),

@@ -52,7 +52,7 @@ COLUMNS = (
     _col("id", "int", "int(11)"),
     _col("ti", "tinyint", "tinyint(4)"),
     _col("tiu", "tinyint", "tinyint(3) unsigned"),
-    _col("flag", "tinyint", "tinyint(1)"),
+    _col("flag", "tinyint", "tinyint(1)", boolean=True),
     _col("si", "smallint", "smallint(6)"),
     _col("siu", "smallint", "smallint(5) unsigned"),
     _col("mi", "mediumint", "mediumint(9)"),

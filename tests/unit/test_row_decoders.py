@@ -57,8 +57,7 @@ def decimal_column(draw, precision: int | None = None, scale: int | None = None)
 def date_column(draw):
     zero = draw(st.booleans())
     if zero:
-        y, m, d = draw(st.sampled_from([(0, 0, 0), (2020, 0, 0), (2020, 2, 0), (0, 1, 1)]))
-        return (rp.K_DATE, 0, 0), enc.date3(y, m, d), None
+        return (rp.K_DATE, 0, 0), enc.date3(0, 0, 0), None
     day = draw(st.dates(dt.date(1, 1, 1), dt.date(9999, 12, 31)))
     return (rp.K_DATE, 0, 0), enc.date3(day.year, day.month, day.day), day
 
@@ -229,6 +228,44 @@ def test_bad_bytes_raise_the_same_error_kind_and_never_crash(columns, data, kind
         except ValueError as err:
             outcomes.append(("error", type(err).__name__))
     assert outcomes[0] == outcomes[1]
+
+
+NOT_DATES = [(2020, 0, 0), (2020, 2, 0), (0, 1, 1), (2020, 0, 15), (2020, 2, 31), (2021, 2, 29)]
+
+
+@pytest.mark.parametrize("decoder", ["native", "python"])
+@pytest.mark.parametrize("ymd", NOT_DATES)
+def test_a_date_neither_real_nor_zero_is_refused_with_its_column_and_value(decoder, ymd):
+    y, m, d = ymd
+    plan = ((rp.K_SINT, 4, 0), (rp.K_DATE, 0, 0))
+    sink = RowSink(plan, decoder=decoder)
+    data = enc.row_image([(7).to_bytes(4, "little"), enc.date3(y, m, d)])
+    with pytest.raises(ValueError) as caught:
+        sink.decode(data, 0, len(data), 0)
+    assert type(caught.value).__name__ == "InvalidDateError"
+    assert caught.value.args == (1, f"{y:04d}-{m:02d}-{d:02d}")
+
+
+@pytest.mark.parametrize("decoder", ["native", "python"])
+@pytest.mark.parametrize("fsp", [0, 3, 6])
+def test_a_datetime_neither_real_nor_zero_is_refused_with_its_value(decoder, fsp):
+    plan = ((rp.K_DATETIME2, fsp, 0),)
+    zero_day_at_ten = enc.datetime2((2020, 0, 15, 10, 11, 12, 0), fsp)
+    sink = RowSink(plan, decoder=decoder)
+    data = enc.row_image([zero_day_at_ten])
+    with pytest.raises(ValueError) as caught:
+        sink.decode(data, 0, len(data), 0)
+    assert caught.value.args == (0, "2020-00-15 10:11:12.000000")
+
+
+@pytest.mark.parametrize("decoder", ["native", "python"])
+def test_the_zero_date_and_datetime_are_null(decoder):
+    plan = ((rp.K_DATE, 0, 0), (rp.K_DATETIME2, 0, 0))
+    sink = RowSink(plan, decoder=decoder)
+    data = enc.row_image([enc.date3(0, 0, 0), enc.datetime2((0, 0, 0, 0, 0, 0, 0), 0)])
+    sink.decode(data, 0, len(data), 0)
+    block = sink.take()
+    assert [c.to_pylist() for c in block.after] == [[None], [None]]
 
 
 def test_out_of_range_bounds_are_refused():
