@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 import pymysql
 
 from cdc_source.embedded_server import ConnectionInfo, EmbeddedServer
+from cdc_source.mysql_client import read_head
 
 TEST_URL_ENV = "CDC_MYSQL_TEST_URL"
 FLAVOUR_ENV = "CDC_MYSQL_TEST_FLAVOUR"
@@ -30,6 +31,21 @@ def suite_flavour() -> str:
     if flavour not in FLAVOURS:
         raise ValueError(f"{FLAVOUR_ENV}={flavour!r}: expected one of {', '.join(FLAVOURS)}")
     return flavour
+
+
+def seq_rows(first: int, last: int, mariadb: bool) -> str:
+    """A table of one column ``seq``, the integers ``first``..``last``: MariaDB's sequence
+    table ``seq_<first>_to_<last>`` there, elsewhere a derived table of the same rows (a
+    cross join of digits: a recursive CTE stops at MySQL's cte_max_recursion_depth, 1000).
+    Order by ``seq`` where the order matters: the derived table's is not defined."""
+    if mariadb:
+        return f"seq_{first}_to_{last}"
+    count = last - first + 1
+    places = len(str(max(count - 1, 1)))
+    digits = " UNION ALL ".join(f"SELECT {d} AS d" for d in range(10))
+    value = " + ".join(f"d{i}.d * {10**i}" for i in range(places))
+    joined = " CROSS JOIN ".join(f"({digits}) AS d{i}" for i in range(places))
+    return f"(SELECT {first} + {value} AS seq FROM {joined} WHERE {value} < {count}) AS seq_rows"
 
 
 def embedded_server(**kwargs) -> EmbeddedServer:
@@ -87,6 +103,23 @@ class TestServer:
     @property
     def is_mariadb(self) -> bool:
         return self.flavour == "mariadb"
+
+    def seq(self, first: int, last: int) -> str:
+        """:func:`seq_rows` for this server: ``FROM {server.seq(1, 100)}``."""
+        return seq_rows(first, last, self.is_mariadb)
+
+    def binlog_head(self) -> tuple[str, int]:
+        """The binlog's current file and end: ``SHOW MASTER STATUS``, or ``SHOW BINARY LOG
+        STATUS`` where MySQL (8.2+) took it (chosen as the source itself chooses)."""
+        with self.admin() as conn:
+            file, pos, _, _ = read_head(conn)
+        return file, pos
+
+    def gtid_state(self) -> str:
+        """The GTIDs the binlog holds: ``gtid_binlog_pos`` on MariaDB (one GTID per domain),
+        ``gtid_executed`` on MySQL (a GTID set)."""
+        variable = "gtid_binlog_pos" if self.is_mariadb else "gtid_executed"
+        return self.query(f"SELECT @@global.{variable}")[0][0]
 
     def admin(self, database: str | None = None) -> pymysql.Connection:
         return self.info.admin_connect(database, charset="utf8mb4")

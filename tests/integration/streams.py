@@ -62,8 +62,8 @@ def committed_position(checkpoint: Path) -> tuple[int, int]:
 
 def server_head(server) -> tuple[int, int]:
     """The server's binlog head as (file number, position)."""
-    (row,) = server.query("SHOW MASTER STATUS")
-    return int(str(row[0]).rsplit(".", 1)[1]), int(row[1])
+    file, pos = server.binlog_head()
+    return int(file.rsplit(".", 1)[1]), pos
 
 
 def wait_caught_up(server, checkpoint: Path, query, timeout: float) -> None:

@@ -29,7 +29,7 @@ def _purge_all_but_a_new_file(server) -> str:
     """A new binlog file, every older one purged (MariaDB keeps a file until its binlog
     checkpoint passed it, so retry for a bounded while)."""
     server.execute("FLUSH BINARY LOGS")
-    current = str(server.query("SHOW MASTER STATUS")[0][0])
+    current = server.binlog_head()[0]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         server.execute(f"PURGE BINARY LOGS TO '{current}'")

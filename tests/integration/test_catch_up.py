@@ -52,7 +52,7 @@ def test_a_restarted_query_catches_up_in_bounded_batches(server, spark, tmp_path
     database = server.fresh_database("catch_up_db")
     server.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v INT, pad VARCHAR(100))",
-        "INSERT INTO t SELECT seq, 0, REPEAT('x', 80) FROM seq_1_to_1000",
+        f"INSERT INTO t SELECT seq, 0, REPEAT('x', 80) FROM {server.seq(1, 1000)} ORDER BY seq",
         database=database,
     )
     options = server.source_options(
@@ -67,7 +67,8 @@ def test_a_restarted_query_catches_up_in_bounded_batches(server, spark, tmp_path
     for first in range(1001, 101_001, TRANSACTION_ROWS):
         last = first + TRANSACTION_ROWS - 1
         statements.append(
-            f"INSERT INTO t SELECT seq, 1, REPEAT('y', 80) FROM seq_{first}_to_{last}"
+            f"INSERT INTO t SELECT seq, 1, REPEAT('y', 80) FROM {server.seq(first, last)} "
+            "ORDER BY seq"
         )
     for first in range(1, 100_001, TRANSACTION_ROWS):
         statements.append(

@@ -249,7 +249,7 @@ def test_dropping_the_unique_index_stops_the_query_for_good(server, spark, tmp_p
     server.execute(NO_KEY.ddl, database=database)
     server.execute(
         "INSERT INTO events (serial, code, n) SELECT seq, CONCAT('k', seq), seq % 7 "
-        "FROM seq_1_to_3000",
+        f"FROM {server.seq(1, 3000)} ORDER BY seq",
         database=database,
     )
     options = server.source_options(

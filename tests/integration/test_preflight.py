@@ -135,7 +135,7 @@ def _purge_through(server, file: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         server.execute("FLUSH BINARY LOGS")
-        current = server.query("SHOW MASTER STATUS")[0][0]
+        current = server.binlog_head()[0]
         server.execute(f"PURGE BINARY LOGS TO '{current}'")
         if file not in [row[0] for row in server.query("SHOW BINARY LOGS")]:
             return

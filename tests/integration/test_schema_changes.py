@@ -210,7 +210,7 @@ def test_typed_snapshot_across_a_change_is_exact_after_a_restart(server, spark, 
     database = server.fresh_database(f"schema_snapshot_{kind}_db")
     server.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20))",
-        "INSERT INTO t SELECT seq, seq, CONCAT('b', seq) FROM seq_1_to_3000",
+        f"INSERT INTO t SELECT seq, seq, CONCAT('b', seq) FROM {server.seq(1, 3000)} ORDER BY seq",
         database=database,
     )
     altered = []
@@ -259,8 +259,8 @@ def test_envelope_goes_on_with_images_carrying_their_own_columns(server, spark, 
         database=database,
     )
     server.execute(
-        "INSERT INTO a SELECT seq, seq, CONCAT('y', seq) FROM seq_1_to_1000",
-        "INSERT INTO b SELECT seq, seq FROM seq_1_to_1000",
+        f"INSERT INTO a SELECT seq, seq, CONCAT('y', seq) FROM {server.seq(1, 1000)} ORDER BY seq",
+        f"INSERT INTO b SELECT seq, seq FROM {server.seq(1, 1000)} ORDER BY seq",
         database=database,
     )
     changed = []

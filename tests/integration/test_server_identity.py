@@ -39,7 +39,7 @@ def _streamed_offset(server, database: str) -> SourceOffset:
 def test_an_offset_names_its_server_and_carries_the_gtid_state(killable_server):
     end = _streamed_offset(killable_server, "ident_a")
     assert end.server.startswith("server_id=")
-    assert end.binlog.gtids == killable_server.query("SELECT @@gtid_binlog_pos")[0][0]
+    assert end.binlog.gtids == killable_server.gtid_state()
     assert SourceOffset.from_json_obj(end.to_json()) == end
 
 
@@ -75,7 +75,10 @@ def test_a_checkpoint_after_the_binlog_was_reset_is_refused(killable_server):
     reset than before it (a reset server that has caught up again, at the same file and
     an event boundary, would pass this check: see the README's limits)."""
     end = _streamed_offset(killable_server, "ident_c")
-    killable_server.execute("RESET MASTER")
+    # RESET MASTER is MySQL 8.4+'s RESET BINARY LOGS AND GTIDS
+    killable_server.execute(
+        "RESET MASTER" if killable_server.is_mariadb else "RESET BINARY LOGS AND GTIDS"
+    )
     killable_server.execute("INSERT INTO t VALUES (10)", database="ident_c")
     driver = _driver(killable_server, "ident_c")
     try:

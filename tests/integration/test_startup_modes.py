@@ -56,8 +56,7 @@ def _table(server, name: str) -> str:
 
 
 def _head(server) -> tuple[str, int]:
-    (row,) = server.query("SHOW MASTER STATUS")
-    return str(row[0]), int(row[1])
+    return server.binlog_head()
 
 
 def _purge_to_head_file(server) -> str:
@@ -144,7 +143,7 @@ def test_specific_offset_file_and_position(server, spark, tmp_path):
 def test_specific_offset_gtid_set(server, spark, tmp_path):
     database = _table(server, "start_gtid")
     server.execute(*BEFORE, database=database)
-    ((gtids,),) = server.query("SELECT @@global.gtid_binlog_pos")
+    gtids = server.gtid_state()
     server.execute(*AFTER, database=database)
     rows = _run_mode(
         server,
@@ -192,7 +191,8 @@ def test_snapshot_mode_ends_at_the_handover(server, spark, tmp_path):
     database = _table(server, "start_snapshot")
     server.execute(*BEFORE, database=database)
     server.execute(
-        "INSERT INTO t SELECT seq, CONCAT('r', seq), seq FROM seq_10_to_40", database=database
+        f"INSERT INTO t SELECT seq, CONCAT('r', seq), seq FROM {server.seq(10, 40)} ORDER BY seq",
+        database=database,
     )
     at_handover = _select(server, database, range(1, 41))
     extra = {
@@ -283,7 +283,8 @@ def test_snapshot_mode_under_writes_is_the_table_at_the_handover(server, spark, 
     after P rebuild SELECT * exactly."""
     database = _table(server, "start_snapshot_writes")
     server.execute(
-        "INSERT INTO t SELECT seq, CONCAT('r', seq), seq FROM seq_1_to_2000", database=database
+        f"INSERT INTO t SELECT seq, CONCAT('r', seq), seq FROM {server.seq(1, 2000)} ORDER BY seq",
+        database=database,
     )
     extra = {
         "scan.startup.mode": "snapshot",
@@ -447,7 +448,7 @@ def test_a_position_inside_a_transaction_is_refused_with_the_reason(server):
     assert "no event" in message
     start = _resolve(server, database, **mode, **{"scan.startup.specific-offset.pos": str(xid_end)})
     assert (start.binlog.file, start.binlog.pos) == (file, xid_end)
-    ((gtids,),) = server.query("SELECT @@global.gtid_binlog_pos")
+    gtids = server.gtid_state()
     assert start.binlog.gtids == gtids  # exact state in the middle of a file
     # 4, the file's start, is the end of its header events: the same changes
     start = _resolve(server, database, **mode, **{"scan.startup.specific-offset.pos": "4"})
@@ -460,7 +461,7 @@ def test_each_resolution_is_a_function_of_the_binlog_not_of_the_moment(server):
     database = _table(server, "start_determinism")
     server.execute(*BEFORE, database=database)
     file, pos = _head(server)
-    ((gtids,),) = server.query("SELECT @@global.gtid_binlog_pos")
+    gtids = server.gtid_state()
     # A time after the second of the oldest kept file's first event, which an earlier test's
     # FLUSH may have written in this very second: a time equal to it is rightly refused
     # (binlog times are whole seconds, so the purged file before it may hold that second).
@@ -496,21 +497,25 @@ def test_purged_and_future_gtid_sets_and_times_are_clear_errors(server):
     server.execute(*BEFORE, database=database)
     _purge_to_head_file(server)
     first, last = _kept(server)
-    ((gtids,),) = server.query("SELECT @@global.gtid_binlog_pos")
-    domain, server_id, seq = gtids.split(",")[0].split("-")
+    gtids = server.gtid_state()
+    if server.is_mariadb:  # a position: one domain-server-seq per domain
+        domain, server_id, seq = gtids.split(",")[0].split("-")
+        purged, future = f"{domain}-{server_id}-1", f"{domain}-{server_id}-{int(seq) + 100}"
+        other_flavour = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
+    else:  # a set: uuid:1-N, from one server here
+        uuid, _, interval = gtids.partition(":")
+        last_seq = int(interval.rsplit("-", 1)[-1])
+        purged, future = f"{uuid}:1", f"{uuid}:1-{last_seq + 100}"
+        other_flavour = "0-1-5"
     option = "scan.startup.specific-offset.gtid-set"
-    for wanted, word in (
-        (f"{domain}-{server_id}-1", "purged"),
-        (f"{domain}-{server_id}-{int(seq) + 100}", "future"),
-    ):
+    for wanted, word in ((purged, "purged"), (future, "future")):
         message = _error(
             server, database, **{"scan.startup.mode": "specific-offset", option: wanted}
         )
         assert option in message and wanted in message and word in message
         assert first in message and last in message
-    mysql_set = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
     message = _error(
-        server, database, **{"scan.startup.mode": "specific-offset", option: mysql_set}
+        server, database, **{"scan.startup.mode": "specific-offset", option: other_flavour}
     )
     assert "MySQL" in message and "MariaDB" in message
 

@@ -43,7 +43,7 @@ def _create(server, database: str, table: str, rows: int, first: int = 1) -> Non
     if rows:
         server.execute(
             f"INSERT INTO {table} SELECT seq, seq * 3, CONCAT('{table}-', seq) "
-            f"FROM seq_{first}_to_{first + rows - 1}",
+            f"FROM {server.seq(first, first + rows - 1)} ORDER BY seq",
             database=database,
         )
 
@@ -140,12 +140,12 @@ def test_tables_join_and_leave_a_running_capture(server, spark, tmp_path):
         wait_for(lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query)
         server.execute(
             "CREATE TABLE t_new (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))",
-            "INSERT INTO t_new SELECT seq, seq, 'new' FROM seq_1_to_200",
+            f"INSERT INTO t_new SELECT seq, seq, 'new' FROM {server.seq(1, 200)} ORDER BY seq",
             "UPDATE t_new SET v = -v WHERE id % 10 = 0",
             "DELETE FROM t_new WHERE id % 25 = 0",
             "UPDATE t_b SET v = v + 1 WHERE id <= 50",
             "TRUNCATE TABLE t_b",
-            "INSERT INTO t_b SELECT seq, seq, 'again' FROM seq_1_to_30",
+            f"INSERT INTO t_b SELECT seq, seq, 'again' FROM {server.seq(1, 30)} ORDER BY seq",
             "UPDATE t_gone SET v = 0 WHERE id <= 10",
             "DROP TABLE t_gone",
             "RENAME TABLE other TO t_other, t_away TO away",
@@ -252,9 +252,9 @@ def test_statements_naming_tables_in_another_case_under_lower_case_table_names_1
             wait_for(lambda: handover_batch(run.checkpoint) is not None, 120, "hand-over", query)
             server.execute(
                 "CREATE TABLE Case_DB.T_New (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))",
-                "INSERT INTO CASE_DB.t_new SELECT seq, seq, 'n' FROM seq_1_to_40",
+                f"INSERT INTO CASE_DB.t_new SELECT seq, seq, 'n' FROM {server.seq(1, 40)}",
                 "TRUNCATE TABLE Case_Db.T_A",
-                "INSERT INTO case_db.T_A SELECT seq, seq, 'again' FROM seq_1_to_10",
+                f"INSERT INTO case_db.T_A SELECT seq, seq, 'again' FROM {server.seq(1, 10)}",
                 "UPDATE case_db.t_new SET v = 0 WHERE id <= 3",
                 "DROP TABLE `CASE_DB`.`T_NEW`",
                 database=database,
