@@ -12,7 +12,7 @@ import re
 import pytest
 
 from cdc_source.check_command import check, main
-from tests.integration.server import embedded_server
+from tests.integration.server import embedded_server, seq_rows
 
 ONE_DECODER = True  # no binlog rows are decoded here
 
@@ -23,8 +23,10 @@ def own_server():
     info = server.start()
     with info.admin_connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE DATABASE shop")
+        cur.execute("USE shop")
         cur.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20))")
-        cur.execute("INSERT INTO shop.orders SELECT seq, 'n' FROM shop.seq_1_to_5000")
+        rows = seq_rows(1, 5000, mariadb=server.flavour == "mariadb")
+        cur.execute(f"INSERT INTO shop.orders SELECT seq, 'n' FROM {rows} ORDER BY seq")
         cur.execute("CREATE TABLE shop.log (line TEXT)")
     yield info
     server.stop()
@@ -83,11 +85,13 @@ def test_each_binlog_setting_fails_with_its_fix(own_server, name, bad):
 
 
 def test_compressed_binlog_is_reported_as_decoded(own_server):
-    old = _set_global(own_server, "log_bin_compress", "ON")
+    # MariaDB's zlib events, or MySQL's zstd TRANSACTION_PAYLOAD
+    name = "log_bin_compress" if _is_mariadb(own_server) else "binlog_transaction_compression"
+    old = _set_global(own_server, name, "ON")
     try:
         finding = _by_requirement(_options(own_server))["binlog compression / partial JSON"]
     finally:
-        _set_global(own_server, "log_bin_compress", old)
+        _set_global(own_server, name, old)
     assert finding.status == "OK" and "decoded" in finding.detail
 
 
@@ -102,6 +106,18 @@ def test_short_retention_warns_and_none_is_fine(own_server):
     assert _by_requirement(_options(own_server))["binlog retention"].status == "OK"
 
 
+def _is_mariadb(info) -> bool:
+    with info.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return "mariadb" in cur.fetchone()[0].lower()
+
+
+def _status_privilege(info) -> str:
+    """What lets an account read the binlog head: MariaDB 10.5+ split it out of
+    REPLICATION CLIENT as BINLOG MONITOR."""
+    return "BINLOG MONITOR" if _is_mariadb(info) else "REPLICATION CLIENT"
+
+
 def _account(info, name: str, *grants: str) -> None:
     with info.admin_connect() as conn, conn.cursor() as cur:
         cur.execute(f"CREATE USER IF NOT EXISTS '{name}'@'%' IDENTIFIED BY 'pw'")
@@ -114,7 +130,7 @@ def test_missing_privileges_are_proven_by_probing_with_the_grant_to_run(own_serv
         own_server,
         "nodump",
         "GRANT SELECT ON shop.* TO {user}",
-        "GRANT BINLOG MONITOR ON *.* TO {user}",
+        f"GRANT {_status_privilege(own_server)} ON *.* TO {{user}}",
     )
     found = _by_requirement(_options(own_server, "nodump", "pw"))
     assert found["privilege: binlog status"].status == "OK"
@@ -131,9 +147,13 @@ def test_privileges_granted_through_a_role_count(own_server):
     with own_server.admin_connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE ROLE IF NOT EXISTS cdc_role")
         cur.execute("GRANT SELECT ON shop.* TO cdc_role")
-        cur.execute("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc_role")
+        cur.execute(f"GRANT REPLICATION SLAVE, {_status_privilege(own_server)} ON *.* TO cdc_role")
+    default = "FOR" if _is_mariadb(own_server) else "TO"  # SET DEFAULT ROLE's spelling
     _account(
-        own_server, "byrole", "GRANT cdc_role TO {user}", "SET DEFAULT ROLE cdc_role FOR {user}"
+        own_server,
+        "byrole",
+        "GRANT cdc_role TO {user}",
+        f"SET DEFAULT ROLE cdc_role {default} {{user}}",
     )
     found = _by_requirement(_options(own_server, "byrole", "pw"))
     for requirement in ("privilege: binlog status", "privilege: binlog dump", "privilege: SELECT"):
