@@ -205,6 +205,7 @@ class EmbeddedServer:
             f"--tmpdir={self._tmpdir()}",
             "--initialize-insecure",
             f"--init-file={init_file}",
+            *self.extra_args,  # some (lower_case_table_names) are fixed at initialization
             *self._run_as_root_args(),
         ]
         result = subprocess.run(initialize, capture_output=True, text=True)
@@ -243,6 +244,9 @@ class EmbeddedServer:
             "--max-connections=500",
             "--mysqlx=OFF",
             "--secure-file-priv=",  # unset, mysqld aborts: its compiled-in directory is absent
+            # As MariaDB here, TLS only with certificates given (--ssl-cert...): MySQL would
+            # otherwise offer it with certificates it made at initialization.
+            *([] if any(a.startswith("--ssl-") for a in self.extra_args) else ["--tls-version="]),
             *self.extra_args,
             *self._run_as_root_args(),
         ]
