@@ -47,11 +47,17 @@ KEYED_TABLES = {
 }
 
 
-def _head(options: dict) -> tuple[BinlogPosition, str]:
+def _head(options: dict, server) -> tuple[BinlogPosition, str, dict[str, str]]:
+    """The position to read at, its server, and how a task proves its snapshot sees it
+    (as the driver resolves it: MySQL has no snapshot position, so it waits for GTIDs)."""
     conn = connect(parse_options(options).connection_kwargs())
     try:
         file, pos, gtids, ts = read_head(conn)
-        return BinlogPosition(file, pos, gtids, ts), server_identity(conn)
+        head = BinlogPosition(file, pos, gtids, ts)
+        visibility = (
+            {} if server.is_mariadb else {"visibility": "gtid-wait", "server_flavor": "mysql"}
+        )
+        return head, server_identity(conn), visibility
     finally:
         conn.close()
 
@@ -59,7 +65,7 @@ def _head(options: dict) -> tuple[BinlogPosition, str]:
 def _read(options: dict, head: tuple, client: str, fetch_size: int) -> list[pa.RecordBatch]:
     parsed = parse_options({**options, "scan.snapshot.client": client})
     tables = tuple(sorted(discover(parsed), key=lambda t: t.name))
-    target, server = head
+    target, server, visibility = head
     task = ChunkTask(
         (ChunkSpec(tables[0], 0, None, None),),
         target,
@@ -67,6 +73,7 @@ def _read(options: dict, head: tuple, client: str, fetch_size: int) -> list[pa.R
         fetch_size,
         client,
         server=server,
+        **visibility,
     )
     return list(run_task(task, parsed.connection_kwargs(), tables))
 
@@ -91,7 +98,7 @@ def test_every_snapshot_client_reads_the_same_batches(server, monkeypatch, table
         cur.executemany(f"INSERT INTO t VALUES ({', '.join(['%s'] * width)})", rows)
     options = server.source_options(database, rf"{database}\.t")
 
-    head = _head(options)
+    head = _head(options, server)
     expected = _sorted(_read(options, head, "mysqlclient", 64))
     assert expected.num_rows == len(rows)
     # Changes after P: each read below is normalized back to P (anti-join + restored rows).

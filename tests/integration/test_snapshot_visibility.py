@@ -1,10 +1,11 @@
-"""MySQL's snapshot path, run on MariaDB, and the visibility race it exists for.
+"""MySQL's snapshot path, on MySQL and run on MariaDB, and the visibility race it exists for.
 
 A commit held between its binlog write and its engine commit (semi-sync AFTER_SYNC with
-no replica: the server waits ``rpl_semi_sync_master_timeout`` there) is at or before the
-planned position P and invisible to a snapshot opened at once. Without a proof of
-visibility the snapshot misses it; ``gtid-wait`` (MySQL's path; on MariaDB its wait is
-made by snapshot probes) and ``snapshot-status`` (MariaDB's own position) do not.
+no replica: the server waits ``rpl_semi_sync_master_timeout``, MySQL's
+``rpl_semi_sync_source_timeout``, there) is at or before the planned position P and
+invisible to a snapshot opened at once. Without a proof of visibility the snapshot misses
+it; ``gtid-wait`` (MySQL's path; on MariaDB its wait is made by snapshot probes) and
+``snapshot-status`` (MariaDB's own position) do not.
 
 Each test plans a batch read on the driver and runs its chunk tasks in this process, so
 the held commit is certainly still held when the snapshot opens.
@@ -58,21 +59,30 @@ class HeldCommit:
         self.server, self.database = server, database
         self.thread = threading.Thread(target=self._run)
         self.error: BaseException | None = None
+        # MariaDB's semi-sync is built in; MySQL's is a plugin, with "source" for "master".
+        self.prefix = "rpl_semi_sync_master" if server.is_mariadb else "rpl_semi_sync_source"
+
+    def _install_mysql_plugin(self, cur) -> None:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.plugins "
+            "WHERE plugin_name = 'rpl_semi_sync_source'"
+        )
+        if not cur.fetchone()[0]:
+            cur.execute("INSTALL PLUGIN rpl_semi_sync_source SONAME 'semisync_source.so'")
 
     def __enter__(self) -> HeldCommit:
         with _admin(self.server) as conn, conn.cursor() as cur:
-            cur.execute("SET GLOBAL rpl_semi_sync_master_wait_point = 'AFTER_SYNC'")
-            cur.execute(f"SET GLOBAL rpl_semi_sync_master_timeout = {HOLD_SECONDS * 1000}")
-            cur.execute("SET GLOBAL rpl_semi_sync_master_enabled = ON")
-            cur.execute("SHOW MASTER STATUS")
-            before = cur.fetchone()[1]
+            if not self.server.is_mariadb:
+                self._install_mysql_plugin(cur)
+            cur.execute(f"SET GLOBAL {self.prefix}_wait_point = 'AFTER_SYNC'")
+            cur.execute(f"SET GLOBAL {self.prefix}_timeout = {HOLD_SECONDS * 1000}")
+            cur.execute(f"SET GLOBAL {self.prefix}_enabled = ON")
+        before = self.server.binlog_head()[1]
         self.thread.start()
         deadline = time.monotonic() + HOLD_SECONDS
         while time.monotonic() < deadline:  # until the commit's events are in the binlog
-            with _admin(self.server) as conn, conn.cursor() as cur:
-                cur.execute("SHOW MASTER STATUS")
-                if cur.fetchone()[1] > before:
-                    return self
+            if self.server.binlog_head()[1] > before:
+                return self
             time.sleep(0.02)
         raise AssertionError("the held commit never reached the binlog")
 
@@ -89,7 +99,7 @@ class HeldCommit:
     def __exit__(self, *exc) -> None:
         self.thread.join(HOLD_SECONDS * 3)
         with _admin(self.server) as conn, conn.cursor() as cur:
-            cur.execute("SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+            cur.execute(f"SET GLOBAL {self.prefix}_enabled = OFF")
         if self.error is not None:
             raise self.error
 
@@ -126,6 +136,8 @@ def test_a_commit_held_after_its_binlog_write_is_missed_without_a_proof(private)
 
 @pytest.mark.parametrize("visibility", ["gtid-wait", "snapshot-status"])
 def test_a_commit_held_after_its_binlog_write_is_in_the_snapshot(private, visibility):
+    if visibility == "snapshot-status" and not private.is_mariadb:
+        pytest.skip("MySQL reports no snapshot position (binlog_snapshot_*: MariaDB, Percona)")
     database = f"vis_{visibility.replace('-', '_')}"
     options = _setup(private, database)
     options["scan.snapshot.visibility"] = visibility
@@ -153,6 +165,8 @@ def _head(server) -> BinlogPosition:
 def test_the_tracked_gtid_state_is_the_servers_own_across_files(private):
     """The driver's exact GTID state at a position equals MariaDB's gtid_binlog_pos there,
     built from the file's GTID_LIST alone and incrementally across rotations."""
+    if not private.is_mariadb:
+        pytest.skip("MariaDB's GTID positions (GTID_LIST events, domains, BINLOG_GTID_POS)")
     private.fresh_database("vis_gtids")
     tracker = GtidTracker(private.admin, 4_000_000_001, "mariadb")
     private.execute("CREATE TABLE g (id INT PRIMARY KEY)", database="vis_gtids")
