@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import math
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -142,8 +143,8 @@ def canonical_value(column: ColumnSpec, value: Any) -> Any:
             data = data + b"\0" * (column.octet_length - len(data))  # binlog drops trailing zeros
         return data
     if t == "json":
-        parsed = json.loads(value) if isinstance(value, (str, bytes)) else _json_decoded(value)
-        return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        parsed = parse_json(value) if isinstance(value, (str, bytes)) else _json_decoded(value)
+        return canonical_json(parsed)
     if t == "set":
         if isinstance(value, (set, frozenset, list, tuple)):
             return ",".join(m for m in column.set_members if m in value)
@@ -169,6 +170,47 @@ def _zero_date(column: ColumnSpec, text: Any) -> None:
     if spelled.strip("0-: .") == "":
         return None
     raise invalid_date_refusal(column.name, spelled)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """A JSON document as the server printed it, its non-integer numbers as Decimal (a
+    DECIMAL inside MySQL's JSON keeps all its digits, which a float would not)."""
+    return json.loads(text, parse_float=Decimal)
+
+
+def canonical_json(value: Any) -> str:
+    """The one text of a JSON document, from the snapshot's text and the binlog's binary
+    document alike: compact, keys sorted, non-ASCII as is; a double as Python's shortest
+    repr, a decimal in those digits where they are its exact value, else in its own."""
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        return "{" + ",".join(f"{_json_string(k)}:{canonical_json(v)}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    if isinstance(value, str):
+        return _json_string(value)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_double(value)
+    if isinstance(value, Decimal):
+        as_double = float(value)
+        if math.isfinite(as_double) and Decimal(repr(as_double)) == value:
+            return _json_double(as_double)
+        return str(value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _json_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _json_double(value: float) -> str:
+    if not math.isfinite(value):
+        raise ValueError(f"a JSON document holds {value}, which JSON has no number for")
+    return json.dumps(value)
 
 
 def _json_decoded(value: Any) -> Any:

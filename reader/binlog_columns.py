@@ -9,8 +9,6 @@ clear error, never a value under the wrong type.
 
 from __future__ import annotations
 
-import json
-
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_type
@@ -19,7 +17,7 @@ from cdc_source.binlog import constants as c
 from cdc_source.binlog.table_map import Column
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSchema
 from cdc_source.refusals import ValueRefusedError
-from cdc_source.types import SPARK_MAX_DECIMAL, spark_type
+from cdc_source.types import SPARK_MAX_DECIMAL, canonical_json, parse_json, spark_type
 from reader import json_binary
 from reader.binlog_range import ChangeBlock
 from reader.schema_drift import (
@@ -128,13 +126,13 @@ def canonical_column(
         if column.type == c.T_JSON:
             return pa.array(
                 [
-                    None if v is None else _json_text(json_binary.decode(v))
+                    None if v is None else canonical_json(json_binary.decode(v))
                     for v in values.to_pylist()
                 ],
                 pa.string(),
             )
         return pa.array(
-            [None if v is None else _json_text(json.loads(v)) for v in values.to_pylist()],
+            [None if v is None else canonical_json(parse_json(v)) for v in values.to_pylist()],
             pa.string(),
         )
     if t in BINARY_TYPES:
@@ -142,10 +140,6 @@ def canonical_column(
     if t in STRING_TYPES:
         return decoded_text(spec, values)
     raise BinlogSchemaMismatchError(f"no binlog conversion for {spec.name!r} ({spec.column_type})")
-
-
-def _json_text(value) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
 def _set_text(masks: pa.Array, members: tuple[str, ...]) -> pa.Array:

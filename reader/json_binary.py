@@ -128,7 +128,7 @@ def _opaque(field_type: int, data: bytes) -> Any:
         precision, scale = data[0], data[1]
         negative, integer, fraction = unpack_decimal(data[2:], precision, scale)
         text = f"{'-' if negative else ''}{integer}" + (f".{fraction:0{scale}d}" if scale else "")
-        return float(Decimal(text))  # the server prints it as a JSON number
+        return Decimal(text)  # all its digits: cdc_source.types.canonical_json
     if field_type in (_T_DATE, _T_DATETIME, _T_TIMESTAMP, _T_TIME):
         if len(data) < 8:
             raise JsonBinaryError("opaque temporal value shorter than 8 bytes")
