@@ -234,6 +234,30 @@ EDGE_ROWS = [
 ]
 
 
+def _edges_by_both_roads(
+    server, spark, tmp_path, database: str, *, scale: int, also: str = ""
+) -> list[dict]:
+    """The edge rows read by the snapshot (ids 1-4), then written again through the
+    binlog (ids 101-104): the query's output. ``also``: another table captured with
+    ``edges`` (the envelope output)."""
+    server.execute(
+        f"CREATE TABLE edges ({EDGE_COLUMNS.format(scale=scale)})",
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO edges VALUES " + ", ".join(EDGE_ROWS),
+        database=database,
+    )
+    tables = f"(edges|{also})" if also else "edges"
+    run = _run(server, spark, tmp_path, database, tables, "edges")
+    run.run_to_end()
+    server.execute(
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO edges VALUES " + ", ".join(r.replace("(", "(10", 1) for r in EDGE_ROWS),
+        database=database,
+    )
+    run.run_to_end()
+    return read_output(spark, run.out)
+
+
 def test_edge_values_of_every_type_are_the_same_on_both_roads_and_as_the_server_shows(
     server, spark, tmp_path
 ):
@@ -242,22 +266,10 @@ def test_edge_values_of_every_type_are_the_same_on_both_roads_and_as_the_server_
     spaces, every byte of single-byte character sets): the snapshot (the server's own
     text, converted by the server) and the binlog (our decoding) give the same value."""
     database = server.fresh_database("edge_values")
-    server.execute(
-        # MariaDB allows DECIMAL scales up to 38, MySQL up to 30.
-        f"CREATE TABLE edges ({EDGE_COLUMNS.format(scale=38 if server.is_mariadb else 30)})",
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO edges VALUES " + ", ".join(EDGE_ROWS),
-        database=database,
+    # MariaDB allows DECIMAL scales up to 38, MySQL up to 30.
+    output = _edges_by_both_roads(
+        server, spark, tmp_path, database, scale=38 if server.is_mariadb else 30
     )
-    run = _run(server, spark, tmp_path, database, "edges", "e")
-    run.run_to_end()
-    server.execute(
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO edges VALUES " + ", ".join(r.replace("(", "(10", 1) for r in EDGE_ROWS),
-        database=database,
-    )
-    run.run_to_end()
-    output = read_output(spark, run.out)
     snapshot = {r["id"]: r for r in output if r["_op"] == "r"}
     binlog = {r["id"] - 100: r for r in output if r["_op"] == "c"}
     assert set(snapshot) == set(binlog) == {1, 2, 3, 4}
@@ -308,23 +320,9 @@ def test_edge_values_are_the_same_on_both_roads_in_the_envelope(server, spark, t
     """The envelope's JSON images (several tables) of the same edge values: the snapshot's
     and the binlog's are the same documents."""
     database = server.fresh_database("edge_envelope")
-    server.execute(
-        f"CREATE TABLE edges ({EDGE_COLUMNS.format(scale=30)})",
-        "CREATE TABLE other (id INT PRIMARY KEY)",
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO edges VALUES " + ", ".join(EDGE_ROWS),
-        database=database,
-    )
-    run = _run(server, spark, tmp_path, database, "(edges|other)", "env")
-    run.run_to_end()
-    server.execute(
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO edges VALUES " + ", ".join(r.replace("(", "(10", 1) for r in EDGE_ROWS),
-        database=database,
-    )
-    run.run_to_end()
+    server.execute("CREATE TABLE other (id INT PRIMARY KEY)", database=database)
     images = {}
-    for row in read_output(spark, run.out):
+    for row in _edges_by_both_roads(server, spark, tmp_path, database, scale=30, also="other"):
         image = json.loads(row["after"])
         key = image.pop("id")
         images[(row["op"], key % 100)] = image
