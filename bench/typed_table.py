@@ -1,6 +1,6 @@
-"""The typed snapshot table: 25 columns of the types users capture, as issue 10 lists
-them (BIGINT UNSIGNED, DECIMAL(20,6), DATETIME(6), TIMESTAMP, VARCHAR(255), JSON, BLOB,
-DOUBLE, ...), every value a pure function of the key, loaded by INSERT ... SELECT doubling.
+"""The typed snapshot table: 25 columns of the types users capture (BIGINT UNSIGNED,
+DECIMAL(20,6), DATETIME(6), TIMESTAMP, VARCHAR(255), JSON, BLOB, DOUBLE, ...), every
+value a pure function of the key, loaded by INSERT ... SELECT doubling.
 It is read by the source and by Spark's JDBC reader in the same run."""
 
 from __future__ import annotations

@@ -221,9 +221,10 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._driver
 
     def initialOffset(self) -> dict:
-        # Deterministic (DESIGN section 6): a snapshot starts before the first table; every
-        # other mode starts from the sentinel with no position, which the first batch
-        # resolves to the head (latest-offset) or the configured start (QueryDriver.latest).
+        # Deterministic (docs/design.md, 'Spark's streaming contract'): a snapshot starts
+        # before the first table; every other mode starts from the sentinel with no
+        # position, which the first batch resolves to the head (latest-offset) or the
+        # configured start (QueryDriver.latest).
         fingerprint = table_fingerprint([t.name for t in self.tables])
         if self.options.startup_mode in ("initial", "snapshot"):
             cursor = SnapshotCursor(self.tables[0].name, None)

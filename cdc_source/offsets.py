@@ -1,8 +1,8 @@
 """Spark offsets of the source: a binlog position and, during the snapshot, a frontier.
 
-The offset is the whole truth of a query's progress (DESIGN section 2)::
+The offset is the whole truth of a query's progress (docs/design.md, 'Offsets')::
 
-    {"v": 1, "tables": "crc32 of the captured table names", "server": "server_id=N ...",
+    {"v": 1, "tables": "16 hex digits", "server": "server_id=N ...",
      "binlog": {"file": "...", "pos": N, "gtids": "...", "ts": MS} | null,
      "snapshot": {"table": "db.t", "after": [key values] | null} | null}
 

@@ -242,8 +242,9 @@ BINLOG_CONTENT_SETTINGS = (
 
 
 def check_binlog_contents(conn, tables: list[TableSchema]) -> list[str]:
-    """The global settings that change what the binlog holds (DESIGN section 8). Returns
-    what will happen, one line each; raises where the capture could not be exact.
+    """The global settings that change what the binlog holds (docs/design.md, 'What the
+    binlog may hold'). Returns what will happen, one line each; raises where the capture
+    could not be exact.
 
     These are also session variables: a session may still write compressed events, a
     partial image or partial JSON with other global values. The decoder catches those

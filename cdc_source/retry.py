@@ -7,8 +7,8 @@ connections) closes the connection and tries again after a capped exponential ba
 *permanent* one (access denied, unknown database, a purged binlog, a schema change, any
 error this module does not know) is raised at once with its own message. Retrying is
 safe because everything the source asks of the server is a read whose answer depends only
-on its arguments (DESIGN section 2): a re-run query, chunk or binlog range gives the same
-rows.
+on its arguments (docs/design.md, 'Micro-batches'): a re-run query, chunk or binlog range
+gives the same rows.
 
 Each retry is one WARN line naming what was being done, the cause and the attempt; it is
 built from the error's code and message only, never from connection arguments, so a

@@ -1,5 +1,5 @@
 """How a snapshot task proves that its consistent snapshot sees every transaction at or
-before the batch's planned position P (DESIGN section 2, first trap; issue 8).
+before the batch's planned position P (docs/design.md, 'Visibility').
 
 The binlog is written before the storage engine commits (MySQL group commit: flush
 stage, then sync, then the engine commit; semi-sync AFTER_SYNC waits in between), so a

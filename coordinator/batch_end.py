@@ -1,6 +1,6 @@
-"""Where a stream batch ends when its range holds more than a batch may take (issue 9
-item 2): after a restart behind the head, catch-up comes in bounded batches instead of
-one batch of everything the server wrote meanwhile.
+"""Where a stream batch ends when its range holds more than a batch may take: after a
+restart behind the head, catch-up comes in bounded batches instead of one batch of
+everything the server wrote meanwhile (docs/design.md, 'Bounded memory').
 
 A batch ends at the last transaction boundary at which it holds at most
 ``scan.binlog.max-rows-per-batch`` row changes of the captured tables (and at most

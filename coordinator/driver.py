@@ -1,6 +1,7 @@
-"""The driver side of a query run (DESIGN sections 2 and 3): plans each micro-batch from
-the binlog head and the snapshot frontier, builds its tasks, keeps the coordinator's split
-metadata until Spark commits past it, and carries the XA watermark into the offsets."""
+"""The driver side of a query run (docs/design.md, 'Micro-batches' and 'Hand-over and
+split metadata'): plans each micro-batch from the binlog head and the snapshot frontier,
+builds its tasks, keeps the coordinator's split metadata until Spark commits past it, and
+carries the XA watermark into the offsets."""
 
 from __future__ import annotations
 

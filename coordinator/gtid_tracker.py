@@ -23,7 +23,7 @@ Why not ``SHOW MASTER STATUS``'s ``Executed_Gtid_Set`` or ``@@gtid_executed``: t
 read apart from the position and can lag it, and ``gtid_executed`` grows only once the
 engine has committed (MySQL ``sql/rpl_source.cc`` ``show_binlog_info`` takes
 ``global_tsid_lock`` and ``LOCK_log`` one after the other); a snapshot that waits for them
-could miss a transaction at or before its position (issue 8's visibility race).
+could miss a transaction at or before its position (docs/design.md, 'Visibility').
 """
 
 from __future__ import annotations

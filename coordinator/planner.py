@@ -1,4 +1,4 @@
-"""Plans micro-batches on the driver (DESIGN section 2, step 1).
+"""Plans micro-batches on the driver (docs/design.md, 'Micro-batches').
 
 ``plan`` moves the snapshot frontier forward by up to N chunks, possibly finishing a
 table and starting the next, and pins the batch to the binlog head read now.

@@ -1,4 +1,5 @@
-"""The coordinator's split metadata, and its release (DESIGN section 3).
+"""The coordinator's split metadata, and its release (docs/design.md, 'Hand-over and
+split metadata').
 
 What is held, and for how long:
 

@@ -1,5 +1,5 @@
 """Which tables a running capture owns as tables are created, dropped and renamed, or
-``table-name`` is changed between runs (issue 9 item 4).
+``table-name`` is changed between runs (docs/design.md, 'Tables joining and leaving').
 
 A query's tables at an offset are three disjoint sets of ``db.table`` names:
 

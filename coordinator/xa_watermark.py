@@ -3,9 +3,10 @@ prepared but unresolved at P begins (``BinlogPosition.xa``).
 
 A batch (P_S, P_E] emits an XA transaction at its commit, and its rows were written at
 its prepare, possibly before P_S; chunk normalization undoes (P_E, Q] the same way. So the
-offset carries the watermark, and readers read its XA statements from there (DESIGN
-section 8). It is computed by reading the binlog's XA statements, never row images, from
-the previous watermark (or P_S) to P_E, and it is a pure function of P_E and the binlog.
+offset carries the watermark, and readers read its XA statements from there
+(docs/design.md, 'What the binlog may hold'). It is computed by reading the binlog's XA
+statements, never row images, from the previous watermark (or P_S) to P_E, and it is a
+pure function of P_E and the binlog.
 
 Most servers never run XA. Then the scan is skipped: when, after P_E was read, the
 server's XA statement counters (``Com_xa_*``) are all zero and ``XA RECOVER`` lists

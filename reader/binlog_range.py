@@ -5,9 +5,10 @@ always falls on a transaction boundary. The dump is read in large chunks; row im
 captured tables are decoded column by column (:mod:`reader.row_decoding`) into
 :class:`ChangeBlock`s, one table map at a time, bounded in rows and bytes.
 
-Every event is decoded or refused (DESIGN section 8): compressed events are inflated,
-XA transactions are emitted at their commit, incomplete row images and unknown events
-stop the read with an error that names the event and its position.
+Every event is decoded or refused (docs/design.md, 'What the binlog may hold'):
+compressed events are inflated, XA transactions are emitted at their commit, incomplete
+row images and unknown events stop the read with an error that names the event and its
+position.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Binlog partitions: the changes in (P_S, P_E] that the stream owns at S, as Arrow batches.
 
 Each :class:`ChangeBlock` of decoded rows becomes output columns without a Python loop per
-row: ownership, the ops of each change (DESIGN section 2, step 2; see
+row: ownership, the ops of each change (docs/design.md, 'Ownership'; see
 :func:`reader.frontier.emitted_ops` for the rule), ``_seq`` and the values are computed
 with numpy and pyarrow compute. Only keys that need the server's collation (a collated
 string key at the frontier, or a string key whose spelling changed in an update) are

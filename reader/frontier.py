@@ -1,4 +1,5 @@
-"""The frontier filter: which binlog row changes a batch emits (DESIGN section 2, step 2).
+"""The frontier filter: which binlog row changes a batch emits (docs/design.md,
+'Ownership').
 
 A key is owned by the stream at the batch start S when its table sorts before the
 frontier table, or it is in the frontier table and ``key <= after`` (compared as sort-key

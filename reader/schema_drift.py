@@ -1,4 +1,4 @@
-"""A captured table's shape in a row event, against the query's schema (issue 9 item 3).
+"""A captured table's shape in a row event, against the query's schema.
 
 With ``binlog_row_metadata=FULL`` every TABLE_MAP names its columns, their types, ENUM and
 SET members, character sets and the primary key, so the shape the rows were written in is

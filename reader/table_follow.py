@@ -1,5 +1,6 @@
 """Which tables a binlog task owns along its range, as statements create, drop, rename
-and truncate them (issue 9 item 4; the driver's side is :mod:`coordinator.table_set`).
+and truncate them (docs/design.md, 'Tables joining and leaving'; the driver's side is
+:mod:`coordinator.table_set`).
 
 At the range's start a table is owned entirely, in part (keys up to a snapshot cursor's
 ``after``: the main snapshot's table, or a table joining the capture), or not at all.

@@ -238,10 +238,10 @@ def dump_until(
     MySQL's dump thread sends events only up to the binlog's synced end (with
     ``sync_binlog=1``, ``Binlog_sender`` stops at ``get_binlog_end_pos``), while
     ``SHOW BINARY LOG STATUS`` reports the flushed end, so a range read right after it
-    was planned can end early (issue 8). A dump that ends before ``until`` while the
-    server's files show ``until`` written is read on after a pause (10 ms doubling to
-    0.5 s, at most ``budget_s`` in all); a position the server has not written is a real
-    gap: the stream ends and the caller says so."""
+    was planned can end early. A dump that ends before ``until`` while the server's files
+    show ``until`` written is read on after a pause (10 ms doubling to 0.5 s, at most
+    ``budget_s`` in all); a position the server has not written is a real gap: the stream
+    ends and the caller says so."""
     waited = 0.0
     pause = 0.01
     while True:

@@ -1,5 +1,5 @@
 """XA transactions in the binlog, and where an XA transaction that is prepared but not yet
-resolved at a position begins (DESIGN section 8).
+resolved at a position begins (docs/design.md, 'What the binlog may hold').
 
 An XA transaction's row events are written at ``XA PREPARE``: on MySQL as GTID, Query
 ``XA START <xid>``, rows, Query ``XA END``, XA_PREPARE (type 38); on MariaDB 10.5+ as a

@@ -1,8 +1,8 @@
 """``cdc-mysql inspect <checkpointLocation>``: where a query is, read from Spark's checkpoint.
 
-The offset of this source is the whole truth of a query's progress (DESIGN section 2),
-and Spark keeps one per micro-batch in the checkpoint, so the progress of a running or
-stopped query can be read without Spark. With connection options the command also asks
+The offset of this source is the whole truth of a query's progress (docs/design.md,
+'Offsets'), and Spark keeps one per micro-batch in the checkpoint, so the progress of a
+running or stopped query can be read without Spark. With connection options the command also asks
 the server how far the snapshot is through each table and how many binlog bytes the
 query is behind the head.
 

@@ -12,7 +12,7 @@ from cdc_source.inspect.server import ServerReport, TableProgressRow
 from cdc_source.inspect.summary import Summary
 from cdc_source.offsets import BinlogPosition
 
-OFFSET_BYTES_TARGET = 1024  # DESIGN section 3: an offset stays under 1 KiB
+OFFSET_BYTES_TARGET = 1024  # docs/design.md, 'Offsets': an offset stays under 1 KiB
 FRONTIER_WIDTH = 40  # text output shortens longer frontiers; --json has them whole
 
 

@@ -1,5 +1,6 @@
-"""What the binlog may hold (DESIGN section 8), on a real server: every type by snapshot and
-by both row decoders, zero dates, compressed events, XA transactions, partial row images."""
+"""What the binlog may hold (docs/design.md, 'What the binlog may hold'), on a real
+server: every type by snapshot and by both row decoders, zero dates, compressed events,
+XA transactions, partial row images."""
 
 from __future__ import annotations
 

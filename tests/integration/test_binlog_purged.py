@@ -1,4 +1,4 @@
-"""A purged binlog is not the end (issue 9 item 5): with
+"""A purged binlog is not the end (docs/design.md, 'Epochs across servers'): with
 ``scan.on-binlog-purged=resnapshot`` a query whose checkpoint's binlog file was purged
 emits one ``t`` row per captured table (a consumer drops the table's earlier rows), then
 snapshots the tables again at the current head and streams on, exactly once from there,

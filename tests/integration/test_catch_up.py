@@ -1,8 +1,8 @@
-"""Bounded catch-up (issue 9 item 2): a query restarted after 200,000 changes were
-written while it was stopped reads them in batches of at most
-``scan.binlog.max-rows-per-batch`` row changes, each ending at a transaction boundary;
-``trigger(availableNow=True)`` still stops at the head it saw when it started; the table
-rebuilt from the output equals ``SELECT *``. The Python workers' peak memory is printed."""
+"""Bounded catch-up: a query restarted after 200,000 changes were written while it was
+stopped reads them in batches of at most ``scan.binlog.max-rows-per-batch`` row changes,
+each ending at a transaction boundary; ``trigger(availableNow=True)`` still stops at the
+head it saw when it started; the table rebuilt from the output equals ``SELECT *``. The
+Python workers' peak memory is printed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A fail-over to a replica, followed by the running query itself (issues 7 and 8).
+"""A fail-over to a replica, followed by the running query itself (docs/design.md, 'Epochs
+across servers').
 
 The source reaches the servers through one address (a proxy on 127.0.0.1). While the
 query reads a table in snapshot batches (or, in the second case, streams it) under a

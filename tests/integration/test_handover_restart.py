@@ -1,5 +1,6 @@
 """The hand-over batch re-run after a crash gives exactly the same rows, and the
-coordinator releases its snapshot metadata only at the covering commit (DESIGN 3)."""
+coordinator releases its snapshot metadata only at the covering commit (docs/design.md,
+'Hand-over and split metadata')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schema changes of captured tables while a capture runs (issue 9 item 3).
+"""Schema changes of captured tables while a capture runs.
 
 Typed output: an ALTER TABLE that adds, drops, renames or retypes a column stops the
 query with an error naming the table, the change and the remedy; the restarted query

@@ -1,4 +1,5 @@
-"""Tables joining and leaving a running capture (issue 9 item 4), envelope output.
+"""Tables joining and leaving a running capture (docs/design.md, 'Tables joining and
+leaving'), envelope output.
 
 While a query streams under a writer: a table created that matches is streamed from its
 CREATE; a table renamed into the pattern is snapshotted on its own (offset version 3,

@@ -1,6 +1,7 @@
 """The coordinator's split metadata stays bounded and is released at the hand-over
-(DESIGN section 3), driven through a simulated snapshot of up to 300,000 chunks with a
-fake key-boundary source and a fake binlog head: no server, structure not timing."""
+(docs/design.md, 'Hand-over and split metadata'), driven through a simulated snapshot of
+up to 300,000 chunks with a fake key-boundary source and a fake binlog head: no server,
+structure not timing."""
 
 from __future__ import annotations
 

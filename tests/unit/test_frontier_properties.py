@@ -1,4 +1,5 @@
-"""The frontier filter (reader/frontier.py) against a reference model (DESIGN section 2, step 2).
+"""The frontier filter (reader/frontier.py) against a reference model (docs/design.md,
+'Ownership').
 
 Ownership at a batch start: tables sorting before the frontier table are owned entirely;
 in the frontier table the keys ``<= after_key`` (sort-key bytes) are owned, none of them

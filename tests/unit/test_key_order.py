@@ -1,4 +1,5 @@
-"""Sort keys (cdc_source/keys.py) are order-preserving and prefix-free (DESIGN section 2, traps).
+"""Sort keys (cdc_source/keys.py) are order-preserving and prefix-free (docs/design.md,
+'Key order').
 
 Comparing two sort keys as bytes must compare the key values the way the server's
 ``ORDER BY`` on the primary key does; for composite keys, lexicographically by column.

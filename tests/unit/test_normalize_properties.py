@@ -1,4 +1,5 @@
-"""Chunk normalization (reader/normalize.py) against a model table (DESIGN section 2, step 3).
+"""Chunk normalization (reader/normalize.py) against a model table (docs/design.md,
+'Normalization').
 
 The model is a table as a dict ``key -> row``. A sequence of operations (insert a new key,
 update the non-key columns, delete, change the primary key) gives the states

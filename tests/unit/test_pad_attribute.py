@@ -1,5 +1,5 @@
-"""The pad attribute of a key's collation (DESIGN section 2, traps: compare keys the way
-the server does): read from information_schema.COLLATIONS.PAD_ATTRIBUTE where the server
+"""The pad attribute of a key's collation (docs/design.md, 'Key order': compare keys the
+way the server does): read from information_schema.COLLATIONS.PAD_ATTRIBUTE where the server
 has that column (MySQL 8.0+, MariaDB 12.1+), guessed from the name otherwise.
 
 Pure logic over recorded answers to the discovery's

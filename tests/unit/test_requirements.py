@@ -105,7 +105,7 @@ def test_mysql_expire_days_count_when_seconds_are_unset():
     assert finding.status == "OK" and "7 days" in finding.detail
 
 
-# -- the snapshot visibility proof (issue 8) -----------------------------------------------
+# -- the snapshot visibility proof ---------------------------------------------------------
 
 
 def _traits_server(version: str, gtid_mode: str | None, snapshot_status: bool):
