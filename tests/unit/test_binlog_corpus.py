@@ -1,5 +1,5 @@
 """Real binlog files, decoded by the event layer and both row decoders, against what the
-writing server version's own dump tool prints for them (issue 21, item 4).
+writing server version's own dump tool prints for them.
 
 The corpus (``tests/data/binlog/<flavour>-<series>/``, recorded by
 ``python -m tests.support.record_binlog_corpus``, see its README) holds a binlog file of
