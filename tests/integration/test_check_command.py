@@ -21,15 +21,17 @@ ONE_DECODER = True  # no binlog rows are decoded here
 def own_server():
     server = embedded_server()
     info = server.start()
-    with info.admin_connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE DATABASE shop")
-        cur.execute("USE shop")
-        cur.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20))")
-        rows = seq_rows(1, 5000, mariadb=server.flavour == "mariadb")
-        cur.execute(f"INSERT INTO shop.orders SELECT seq, 'n' FROM {rows} ORDER BY seq")
-        cur.execute("CREATE TABLE shop.log (line TEXT)")
-    yield info
-    server.stop()
+    try:  # stopped even when the set-up fails (a server left running outlives the tests)
+        with info.admin_connect() as conn, conn.cursor() as cur:
+            cur.execute("CREATE DATABASE shop")
+            cur.execute("USE shop")
+            cur.execute("CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(20))")
+            rows = seq_rows(1, 5000, mariadb=server.flavour == "mariadb")
+            cur.execute(f"INSERT INTO shop.orders SELECT seq, 'n' FROM {rows} ORDER BY seq")
+            cur.execute("CREATE TABLE shop.log (line TEXT)")
+        yield info
+    finally:
+        server.stop()
 
 
 def _options(info, user=None, password=None, **extra) -> dict[str, str]:

@@ -41,18 +41,20 @@ def tls_server(tls_files):
         pytest.skip("the TLS server is an embedded one started with this module's certificates")
     server = TestServer(extra_args=server_args(tls_files))
     grants = "SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.*"
-    if server.is_mariadb:  # per account: connections, and how many used TLS
-        server.execute("SET GLOBAL userstat = ON")
-    server.execute(
-        f"CREATE USER '{SSL_USER}'@'%' IDENTIFIED BY '{ACCOUNT_PASSWORD}' REQUIRE SSL",
-        f"GRANT {grants} TO '{SSL_USER}'@'%'",
-        f"CREATE USER '{X509_USER}'@'%' IDENTIFIED BY '{ACCOUNT_PASSWORD}' REQUIRE X509",
-        f"GRANT {grants} TO '{X509_USER}'@'%'",
-    )
-    server.fresh_database(DATABASE)
-    load(server, DATABASE, AUTO_INCREMENT, 300)
-    yield server
-    server.stop()
+    try:  # stopped even when the set-up fails (a server left running outlives the tests)
+        if server.is_mariadb:  # per account: connections, and how many used TLS
+            server.execute("SET GLOBAL userstat = ON")
+        server.execute(
+            f"CREATE USER '{SSL_USER}'@'%' IDENTIFIED BY '{ACCOUNT_PASSWORD}' REQUIRE SSL",
+            f"GRANT {grants} TO '{SSL_USER}'@'%'",
+            f"CREATE USER '{X509_USER}'@'%' IDENTIFIED BY '{ACCOUNT_PASSWORD}' REQUIRE X509",
+            f"GRANT {grants} TO '{X509_USER}'@'%'",
+        )
+        server.fresh_database(DATABASE)
+        load(server, DATABASE, AUTO_INCREMENT, 300)
+        yield server
+    finally:
+        server.stop()
 
 
 def _options(server, **extra) -> dict[str, str]:
