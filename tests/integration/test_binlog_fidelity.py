@@ -144,7 +144,8 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
         "INSERT INTO t VALUES (1, 'one'), (2, 'two')",
         "CREATE TABLE filler (id INT PRIMARY KEY, pad CHAR(200))",
-        "INSERT INTO filler SELECT seq, REPEAT('x', 200) FROM seq_1_to_100000",
+        "INSERT INTO filler SELECT seq, REPEAT('x', 200) "
+        f"FROM {server.seq(1, 100000)} ORDER BY seq",
         database=database,
     )
     options = server.source_options(database, rf"{database}\.t")
@@ -239,7 +240,7 @@ def test_xa_committed_while_the_snapshot_runs_is_exact(server, spark, tmp_path):
     finally:
         stop.set()
         writer.join()
-    head = server.query("SHOW MASTER STATUS")[0]
+    head = server.binlog_head()
     head_at = (int(str(head[0]).rsplit(".", 1)[1]), int(head[1]))
     try:
         wait_for(
