@@ -37,10 +37,12 @@ from reader.key_columns import snapshot_seq_column, sort_key_reader
 from reader.key_weights import WeightResolver
 from reader.normalize import (
     KeyedChange,
+    in_any_key_range,
     in_key_range,
     redo_overrides,
     restored_rows,
     touched_keys,
+    touches,
     undo_overrides,
     untouched_rows,
 )
@@ -315,6 +317,12 @@ class ChunkReader:
             follow=follow,
             lower_case_names=self.task.lower_case_names,
         )
+        # Only the changes of keys in this task's chunks are kept: memory is bounded by the
+        # keys the chunks' rows changed, not by the tables' writes in the window.
+        wanted = {
+            name: in_any_key_range(self._bounds(c) for c in chunks if c.table.name == name)
+            for name in tables
+        }
         positioned: dict[str, list[tuple[tuple, KeyedChange]]] = {n: [] for n in tables}
         reset: set[str] = set()
         for block in reader.blocks():
@@ -327,10 +335,12 @@ class ChunkReader:
             afters = images.python_images("after")
             pairs = self.weights.image_sort_keys(schema, list(zip(befores, afters)))
             where = zip(block.file_number, block.end_pos, block.sub, block.row_index)
-            positioned[block.table].extend(
+            changes = (
                 (tuple(int(x) for x in at), KeyedChange(before_key, before, after_key, after))
                 for at, (before_key, after_key), before, after in zip(where, pairs, befores, afters)
             )
+            in_chunks = wanted[block.table]
+            positioned[block.table].extend(c for c in changes if touches(c[1], in_chunks))
         for name, changes in positioned.items():
             # Binlog order (XA transactions come out of the reader last): first/last
             # images per key depend on it.

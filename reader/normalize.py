@@ -81,3 +81,19 @@ def in_key_range(lo: bytes | None, hi: bytes | None) -> Callable[[bytes], bool]:
         return (lo is None or key > lo) and (hi is None or key <= hi)
 
     return test
+
+
+def in_any_key_range(
+    bounds: Iterable[tuple[bytes | None, bytes | None]],
+) -> Callable[[bytes], bool]:
+    """Membership in any of the ranges ``lo < key <= hi`` (a task's chunks of one table)."""
+    tests = [in_key_range(lo, hi) for lo, hi in bounds]
+    return lambda key: any(test(key) for test in tests)
+
+
+def touches(change: KeyedChange, in_range: Callable[[bytes], bool]) -> bool:
+    """Whether either image of ``change`` is of a key ``in_range``: the only changes a
+    chunk's overrides can take, so the only ones a task keeps while it reads (P, Q]."""
+    return (change.before_key is not None and in_range(change.before_key)) or (
+        change.after_key is not None and in_range(change.after_key)
+    )

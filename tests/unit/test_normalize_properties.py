@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 
 from reader.normalize import (
     KeyedChange,
+    in_any_key_range,
     in_key_range,
     redo_overrides,
     restored_rows,
     touched_keys,
+    touches,
     undo_overrides,
     untouched_rows,
 )
@@ -251,3 +253,19 @@ def test_q_equal_to_p_is_the_select_itself():
 def test_in_key_range_is_lo_exclusive_hi_inclusive(lo, hi, key):
     expected = (lo is None or lo < key) and (hi is None or key <= hi)
     assert in_key_range(lo, hi)(key) is expected
+
+
+@SETTINGS
+@given(histories(), st.lists(st.tuples(st.integers(-1, KEY_SPACE), st.integers(0, 3)), max_size=3))
+def test_keeping_only_the_changes_that_touch_a_tasks_chunks_changes_no_chunk(history, spans):
+    """A task keeps, while it reads the window, only the changes that touch one of its
+    chunks (memory bounded by its chunks, not by the table's writes): each chunk's
+    overrides are the same as from every change of the window."""
+    initial, ops, p, q, _, _ = history
+    _, changes = run(initial, ops)
+    window = changes[p:q] if q >= p else changes[q:p]
+    build = undo_overrides if q >= p else redo_overrides
+    bounds = [(k(start), k(start + width)) for start, width in spans]
+    kept = [change for change in window if touches(change, in_any_key_range(bounds))]
+    for lo, hi in bounds:
+        assert build(kept, in_key_range(lo, hi)) == build(window, in_key_range(lo, hi))
