@@ -235,11 +235,11 @@ EDGE_ROWS = [
 
 
 def _edges_by_both_roads(
-    server, spark, tmp_path, database: str, *, scale: int, also: str = ""
+    server, spark, tmp_path, database: str, *, scale: int, also: str = "", **options: str
 ) -> list[dict]:
     """The edge rows read by the snapshot (ids 1-4), then written again through the
     binlog (ids 101-104): the query's output. ``also``: another table captured with
-    ``edges`` (the envelope output)."""
+    ``edges`` (the envelope output); ``options``: more source options."""
     server.execute(
         f"CREATE TABLE edges ({EDGE_COLUMNS.format(scale=scale)})",
         "SET SESSION sql_mode = ''",
@@ -247,7 +247,7 @@ def _edges_by_both_roads(
         database=database,
     )
     tables = f"(edges|{also})" if also else "edges"
-    run = _run(server, spark, tmp_path, database, tables, "edges")
+    run = _run(server, spark, tmp_path, database, tables, "edges", **options)
     run.run_to_end()
     server.execute(
         "SET SESSION sql_mode = ''",
@@ -318,11 +318,21 @@ def test_a_byte_without_a_character_in_its_character_set_is_refused(server, spar
 
 def test_edge_values_are_the_same_on_both_roads_in_the_envelope(server, spark, tmp_path):
     """The envelope's JSON images (several tables) of the same edge values: the snapshot's
-    and the binlog's are the same documents."""
+    (read by PyMySQL here, by mysqlclient in the typed test) and the binlog's are the
+    same documents."""
     database = server.fresh_database("edge_envelope")
     server.execute("CREATE TABLE other (id INT PRIMARY KEY)", database=database)
     images = {}
-    for row in _edges_by_both_roads(server, spark, tmp_path, database, scale=30, also="other"):
+    output = _edges_by_both_roads(
+        server,
+        spark,
+        tmp_path,
+        database,
+        scale=30,
+        also="other",
+        **{"scan.snapshot.client": "pymysql"},
+    )
+    for row in output:
         image = json.loads(row["after"])
         key = image.pop("id")
         images[(row["op"], key % 100)] = image
