@@ -1,8 +1,21 @@
 """A primary, its replica and a proxy in front of them: the pieces of a fail-over test.
 
-:class:`ReplicatedPair` starts two throwaway MariaDB servers, the replica following the
-primary by GTID with ``log_slave_updates`` (its own binlog holds the primary's
-transactions under the same GTIDs, in files of its own name and at its own offsets).
+:class:`ReplicatedPair` starts two throwaway servers of the suite's flavour, the replica
+following the primary by GTID and logging what it applies (``log_slave_updates``, on
+MySQL ``log_replica_updates``): its own binlog holds the primary's transactions under the
+same GTIDs, in files of its own name and at its own offsets. MariaDB replicates with
+``MASTER_USE_GTID=slave_pos``, MySQL with ``SOURCE_AUTO_POSITION=1``.
+
+The replica is built one of two ways (``built``):
+
+- ``replication``: both servers start empty and the replica replays every transaction
+  of the primary, from the first;
+- ``dump``: the primary's data (written by ``seed`` first) is copied by a consistent
+  dump (``mysqldump --single-transaction --set-gtid-purged=ON``, ``mariadb-dump
+  --single-transaction --gtid``) and loaded without binlogging; the replica's early GTIDs
+  are then only a setting (MySQL ``gtid_purged``, MariaDB ``gtid_slave_pos``), in none of
+  its binlog files, and it replicates from there, as replicas are usually made.
+
 :class:`SwitchingProxy` is the one address the source connects to; :meth:`SwitchingProxy.
 switch` resets every connection through it and sends new ones to another server, as a
 DNS name or a virtual IP moved to a promoted replica looks to a client.
@@ -24,28 +37,36 @@ import os
 import re
 import socket
 import struct
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import pymysql
 import pytest
 
-from tests.integration.server import TEST_URL_ENV, TestServer
+from tests.integration.server import TEST_URL_ENV, TestServer, suite_flavour
 
 REPL_USER = "cdc_repl"
 REPL_PASSWORD = "cdc-repl-secret"
 PRIMARY_SERVER_ID = 1
 REPLICA_SERVER_ID = 2
 REPLICA_BINLOG = "replica-bin"  # other file names than the primary's ``binlog.NNNNNN``
+BUILT = ("replication", "dump")
+SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 # Both servers can be a primary or a replica: the same options but the server id.
-_COMMON_ARGS = ("--log-slave-updates=ON", "--gtid-strict-mode=ON", "--slave-net-timeout=10")
+_COMMON_ARGS = {
+    "mariadb": ("--log-slave-updates=ON", "--gtid-strict-mode=ON", "--slave-net-timeout=10"),
+    "mysql": ("--log-replica-updates=ON", "--replica-net-timeout=10", "--skip-replica-start"),
+}
 
 
 class BinlogStatus(NamedTuple):
-    """Where a server's binlog ends (``SHOW MASTER STATUS``) and its ``gtid_binlog_pos``."""
+    """Where a server's binlog ends and its GTIDs (MariaDB ``gtid_binlog_pos``, MySQL
+    ``gtid_executed``)."""
 
     file: str
     pos: int
@@ -53,17 +74,19 @@ class BinlogStatus(NamedTuple):
 
 
 def binlog_status(server: TestServer) -> BinlogStatus:
-    with server.admin() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        file, pos = cur.fetchone()[:2]
-        cur.execute("SELECT @@global.gtid_binlog_pos")
-        (gtid_pos,) = cur.fetchone()
-    return BinlogStatus(_text(file), int(pos), _text(gtid_pos))
+    file, pos = server.binlog_head()
+    return BinlogStatus(file, pos, gtid_text(server.gtid_state()))
+
+
+def gtid_text(value) -> str:
+    """A GTID state as one line (MySQL breaks a long ``gtid_executed`` after commas)."""
+    return re.sub(r"\s+", "", _text(value))
 
 
 def binlog_gtids(server: TestServer) -> list[str]:
     """The GTIDs of every transaction in the server's binlog files, in binlog order."""
     gtids = []
+    pattern = r"GTID (\d+-\d+-\d+)" if server.is_mariadb else r"GTID_NEXT\s*=\s*'([^']+)'"
     with server.admin() as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         files = [_text(row[0]) for row in cur.fetchall()]
@@ -71,7 +94,7 @@ def binlog_gtids(server: TestServer) -> list[str]:
             cur.execute(f"SHOW BINLOG EVENTS IN '{file}'")
             for row in cur.fetchall():
                 if _text(row[2]) == "Gtid":
-                    match = re.search(r"GTID (\d+-\d+-\d+)", _text(row[5]))
+                    match = re.search(pattern, _text(row[5]))
                     if match:
                         gtids.append(match.group(1))
     return gtids
@@ -82,29 +105,44 @@ class ReplicatedPair:
 
     Both have the ``cdc_test`` account of :class:`TestServer` with the same password (each
     created it itself; the binlogs are reset before replication starts, so the replica
-    never replays it) and a replication account ``cdc_repl``. The replica is
-    ``read_only`` until :meth:`promote` (``root``, the tests' admin, writes anyway).
-    Use as a context manager, or :meth:`start` / :meth:`stop` around a module fixture.
-    Needs the embedded servers: skips the test under ``CDC_MYSQL_TEST_URL``."""
+    never replays it) and a replication account ``cdc_repl``. ``seed(primary)``, if given,
+    writes the primary's first data: before the replica is built from its dump
+    (``built='dump'``), or once the replica replicates (``built='replication'``). The
+    replica is ``read_only`` until :meth:`promote` (``root``, the tests' admin, writes
+    anyway). Use as a context manager, or :meth:`start` / :meth:`stop` around a module
+    fixture. Needs the embedded servers: skips the test under ``CDC_MYSQL_TEST_URL``."""
 
     def __init__(
         self,
         primary_args: tuple[str, ...] = (),
         replica_args: tuple[str, ...] = (),
         read_only_replica: bool = True,
+        built: str = "replication",
+        seed: Callable[[TestServer], None] | None = None,
     ) -> None:
-        self.primary_args = (f"--server-id={PRIMARY_SERVER_ID}", *_COMMON_ARGS, *primary_args)
+        if built not in BUILT:
+            raise ValueError(f"built={built!r}: expected one of {', '.join(BUILT)}")
+        self.flavour = suite_flavour()
+        common = _COMMON_ARGS[self.flavour]
+        self.primary_args = (f"--server-id={PRIMARY_SERVER_ID}", *common, *primary_args)
         self.replica_args = (
             f"--server-id={REPLICA_SERVER_ID}",  # after EmbeddedServer's --server-id=1: wins
-            *_COMMON_ARGS,
+            *common,
             f"--log-bin={REPLICA_BINLOG}",  # a relative name: in the data directory
             "--relay-log=replica-relay-bin",
             *replica_args,
         )
         self.read_only_replica = read_only_replica
+        self.built = built
+        self.seed = seed
+        self.dumped_gtids = ""  # built from a dump: the GTID state the dump was taken at
         self._primary: TestServer | None = None
         self._replica: TestServer | None = None
         self.promoted = False
+
+    @property
+    def mariadb(self) -> bool:
+        return self.flavour == "mariadb"
 
     @property
     def primary(self) -> TestServer:
@@ -123,6 +161,7 @@ class ReplicatedPair:
             pytest.skip("a replicated pair needs the embedded servers, not CDC_MYSQL_TEST_URL")
         self._primary, self._replica = _start_servers(self.primary_args, self.replica_args)
         try:
+            reset = "RESET MASTER" if self.mariadb else "RESET BINARY LOGS AND GTIDS"
             for server in (self.primary, self.replica):
                 server.execute(
                     "SET SESSION sql_log_bin = 0",
@@ -131,36 +170,103 @@ class ReplicatedPair:
                     f"GRANT REPLICATION SLAVE ON *.* TO '{REPL_USER}'@'%'",
                     # Each server's own account set-up leaves its binlog: both start empty,
                     # and every GTID from now on is the primary's, in both binlogs.
-                    "RESET MASTER",
+                    reset,
                 )
-            self.replica.execute(
-                "SET GLOBAL gtid_slave_pos = ''",
-                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.primary.info.port}, "
-                f"MASTER_USER='{REPL_USER}', MASTER_PASSWORD='{REPL_PASSWORD}', "
-                "MASTER_CONNECT_RETRY=1, MASTER_USE_GTID=slave_pos",
-                "START SLAVE",
-                *(["SET GLOBAL read_only = ON"] if self.read_only_replica else []),
-            )
+            if self.built == "dump":
+                if self.seed is not None:
+                    self.seed(self.primary)
+                self._load_dump()
+            self._replicate()
             self._wait_replicating(timeout)
+            if self.built == "replication" and self.seed is not None:
+                self.seed(self.primary)
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _replicate(self) -> None:
+        port = self.primary.info.port
+        if self.mariadb:
+            statements = [
+                *([] if self.built == "dump" else ["SET GLOBAL gtid_slave_pos = ''"]),
+                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, "
+                f"MASTER_USER='{REPL_USER}', MASTER_PASSWORD='{REPL_PASSWORD}', "
+                "MASTER_CONNECT_RETRY=1, MASTER_USE_GTID=slave_pos",
+                "START SLAVE",
+            ]
+        else:
+            statements = [
+                f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={port}, "
+                f"SOURCE_USER='{REPL_USER}', SOURCE_PASSWORD='{REPL_PASSWORD}', "
+                "SOURCE_CONNECT_RETRY=1, SOURCE_AUTO_POSITION=1, SOURCE_SSL=0, "
+                "GET_SOURCE_PUBLIC_KEY=1",
+                "START REPLICA",
+            ]
+        if self.read_only_replica:
+            statements.append("SET GLOBAL read_only = ON")
+        self.replica.execute(*statements)
+
+    def _load_dump(self) -> None:
+        """The replica gets the primary's data from a consistent dump, loaded without
+        binlogging, and the dump's GTID state as a setting: MySQL ``gtid_purged`` (the
+        dump's own ``SET @@GLOBAL.GTID_PURGED``), MariaDB ``gtid_slave_pos``."""
+        databases = [
+            _text(name)
+            for (name,) in self.primary.query("SHOW DATABASES")
+            if _text(name).lower() not in SYSTEM_SCHEMAS
+        ]
+        if self.mariadb:
+            dump = ["mariadb-dump", "--single-transaction", "--gtid", "--master-data=2"]
+            load = ["mariadb", "--init-command=SET SESSION sql_log_bin = 0"]
+        else:
+            mysql = self.primary.embedded.mysql
+            dump = [*mysql.command("usr/bin/mysqldump"), "--single-transaction"]
+            dump.append("--set-gtid-purged=ON")
+            load = mysql.command("usr/bin/mysql")
+        if databases:
+            script = _run([*dump, *_client_args(self.primary), "--databases", *databases])
+        else:  # nothing to copy: the state alone
+            state = gtid_text(self.primary.gtid_state())
+            script = "" if self.mariadb else f"SET @@GLOBAL.GTID_PURGED='{state}';\n"
+            if self.mariadb:
+                script = f"-- SET GLOBAL gtid_slave_pos='{state}';\n"
+        if self.mariadb:
+            match = re.search(r"SET GLOBAL gtid_slave_pos\s*=\s*'([^']*)'", script)
+            if match is None:
+                raise AssertionError("mariadb-dump wrote no gtid_slave_pos")
+            self.dumped_gtids = match.group(1)
+        else:
+            match = re.search(r"GTID_PURGED\s*=\s*(?:/\*.*?\*/)?\s*'([^']*)'", script, re.S)
+            if match is None:
+                raise AssertionError("mysqldump wrote no GTID_PURGED")
+            self.dumped_gtids = gtid_text(match.group(1))
+        _run([*load, *_client_args(self.replica)], stdin=script)
+        if self.mariadb:
+            self.replica.execute(f"SET GLOBAL gtid_slave_pos = '{self.dumped_gtids}'")
+
     def _wait_replicating(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            status = self.replica_status()
-            if status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes":
+            if self.replicating():
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"replication did not start: {_brief(status)}")
+                raise AssertionError(f"replication did not start: {_brief(self.replica_status())}")
             time.sleep(0.05)
 
+    def replicating(self) -> bool:
+        """Whether both replication threads of the replica run."""
+        status = self.replica_status()
+        names = ("Slave_IO_Running", "Slave_SQL_Running")
+        if not self.mariadb:
+            names = ("Replica_IO_Running", "Replica_SQL_Running")
+        return all(status.get(name) == "Yes" for name in names)
+
     def replica_status(self) -> dict[str, str]:
-        """``SHOW SLAVE STATUS`` of the replica, column name to text ({} once promoted)."""
+        """``SHOW SLAVE STATUS`` (MySQL: ``SHOW REPLICA STATUS``) of the replica, column
+        name to text ({} once promoted)."""
         with self.replica.admin() as conn, conn.cursor() as cur:
-            cur.execute("SHOW SLAVE STATUS")
+            cur.execute("SHOW SLAVE STATUS" if self.mariadb else "SHOW REPLICA STATUS")
             row = cur.fetchone()
             if row is None:
                 return {}
@@ -168,12 +274,15 @@ class ReplicatedPair:
 
     def wait_caught_up(self, timeout: float = 30.0) -> str:
         """Waits until the replica has executed every transaction the primary has written
-        (its ``gtid_binlog_pos`` now); returns that position."""
+        (its ``gtid_binlog_pos``, MySQL ``gtid_executed``, now); returns that state."""
         if self.promoted:
             raise RuntimeError("the replica was promoted: it no longer follows the primary")
-        (position,) = self.primary.query("SELECT @@global.gtid_binlog_pos")[0]
-        position = _text(position)
-        (waited,) = self.replica.query("SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout))[0]
+        position = gtid_text(self.primary.gtid_state())
+        if self.mariadb:
+            wait = "SELECT MASTER_GTID_WAIT(%s, %s)"
+        else:
+            wait = "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)"
+        (waited,) = self.replica.query(wait, (position, timeout))[0]
         if waited != 0:
             raise AssertionError(
                 f"the replica did not reach the primary's {position!r} in {timeout}s: "
@@ -183,9 +292,13 @@ class ReplicatedPair:
 
     def promote(self) -> None:
         """The replica stops following the primary and takes writes: ``STOP SLAVE``,
-        ``RESET SLAVE ALL``, ``read_only`` off. Its new transactions carry server id 2.
+        ``RESET SLAVE ALL`` (MySQL ``STOP REPLICA``, ``RESET REPLICA ALL``), ``read_only``
+        off. Its new transactions carry server id 2 (MySQL: its own server_uuid).
         (The primary is left as it is: stop or kill it to make the fail-over complete.)"""
-        self.replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
+        if self.mariadb:
+            self.replica.execute("STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
+        else:
+            self.replica.execute("STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL read_only = OFF")
         self.promoted = True
 
     def source_options(
@@ -215,9 +328,22 @@ class ReplicatedPair:
         self.stop()
 
 
+def _client_args(server: TestServer) -> list[str]:
+    info = server.info
+    password = [f"--password={info.admin_password}"] if info.admin_password else []
+    return ["--host=127.0.0.1", f"--port={info.port}", f"--user={info.admin_user}", *password]
+
+
+def _run(argv: list[str], stdin: str | None = None) -> str:
+    result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise AssertionError(f"{argv[0]} failed ({result.returncode}): {result.stderr[-2000:]}")
+    return result.stdout
+
+
 def _start_servers(*args: tuple[str, ...]) -> list[TestServer]:
-    """The servers started side by side (each spends most of its start-up in
-    ``mariadb-install-db``); when one fails, the others are stopped."""
+    """The servers started side by side (each spends most of its start-up initializing
+    its data directory); when one fails, the others are stopped."""
     with ThreadPoolExecutor(len(args)) as pool:
         futures = [pool.submit(TestServer, extra_args=extra) for extra in args]
     started, errors = [], []
@@ -234,16 +360,13 @@ def _start_servers(*args: tuple[str, ...]) -> list[TestServer]:
 
 
 def _brief(status: dict[str, str]) -> str:
-    keys = (
-        "Slave_IO_Running",
-        "Slave_SQL_Running",
-        "Last_IO_Errno",
-        "Last_IO_Error",
-        "Last_SQL_Errno",
-        "Last_SQL_Error",
-        "Gtid_IO_Pos",
-    )
-    return ", ".join(f"{key}={status.get(key)!r}" for key in keys) if status else "no replication"
+    keys = [
+        f"{who}_{what}" for who in ("Slave", "Replica") for what in ("IO_Running", "SQL_Running")
+    ]
+    keys += ["Last_IO_Errno", "Last_IO_Error", "Last_SQL_Errno", "Last_SQL_Error", "Gtid_IO_Pos"]
+    keys += ["Retrieved_Gtid_Set", "Executed_Gtid_Set"]
+    shown = [f"{key}={status[key]!r}" for key in keys if key in status]
+    return ", ".join(shown) if status else "no replication"
 
 
 def _text(value) -> str:

@@ -13,6 +13,7 @@ import pymysql
 import pytest
 
 from cdc_source.binlog.transport import COM_BINLOG_DUMP, prepare_dump_session, take_payload
+from cdc_source.gtid import GtidSet
 from tests.integration.replication import (
     ReplicatedPair,
     SwitchingProxy,
@@ -20,15 +21,9 @@ from tests.integration.replication import (
     binlog_status,
     proxy_connect,
 )
-from tests.integration.server import suite_flavour
 from tests.integration.streams import wait_for
 
 ONE_DECODER = True  # no binlog rows are decoded here
-# The harness (tests/integration/replication.py) replicates MariaDB only: CHANGE MASTER
-# with MASTER_USE_GTID=slave_pos, gtid_slave_pos, gtid_strict_mode, gtid_binlog_state.
-pytestmark = pytest.mark.skipif(
-    suite_flavour() == "mysql", reason="MariaDB replication harness; no MySQL replicas yet"
-)
 
 LOST = (2006, 2013)  # server gone away, lost connection during query
 
@@ -83,12 +78,22 @@ def _dump_payloads(conn, file: str, pos: int, server_id: int, blocking: bool = F
     return payloads() if blocking else list(payloads())
 
 
+def _uuid(server) -> str:
+    return server.query("SELECT @@server_uuid")[0][0]
+
+
 def test_each_server_has_its_id_and_the_replica_logs_what_it_applies(pair):
-    assert pair.primary.query("SELECT @@server_id, @@gtid_strict_mode") == [(1, 1)]
-    assert pair.replica.query("SELECT @@server_id, @@log_slave_updates, @@read_only") == [(2, 1, 1)]
+    assert pair.replicating()
     status = pair.replica_status()
-    assert status["Slave_IO_Running"] == status["Slave_SQL_Running"] == "Yes"
-    assert status["Using_Gtid"] == "Slave_Pos"
+    if pair.mariadb:
+        assert pair.primary.query("SELECT @@server_id, @@gtid_strict_mode") == [(1, 1)]
+        logs = "SELECT @@server_id, @@log_slave_updates, @@read_only"
+        assert status["Using_Gtid"] == "Slave_Pos"
+    else:
+        assert pair.primary.query("SELECT @@server_id, @@gtid_mode") == [(1, "ON")]
+        logs = "SELECT @@server_id, @@log_replica_updates, @@read_only"
+        assert status["Auto_Position"] == "1"
+    assert pair.replica.query(logs) == [(2, 1, 1)]
     for server in (pair.primary, pair.replica):  # the same account on both
         pymysql.connect(
             host="127.0.0.1",
@@ -114,11 +119,12 @@ def test_writes_reach_the_replica_with_the_same_gtids_in_its_own_binlog(pair):
     assert pair.replica.query(rows, database=db) == [(1, "a"), (2, "B"), (3, "c")]
     primary, replica = binlog_status(pair.primary), binlog_status(pair.replica)
     assert primary.gtid_pos == replica.gtid_pos == position
-    assert position.startswith("0-1-")
+    assert position.startswith("0-1-" if pair.mariadb else f"{_uuid(pair.primary)}:1-")
     assert binlog_gtids(pair.replica) == binlog_gtids(pair.primary)
-    assert pair.replica.query("SELECT @@gtid_binlog_state") == pair.primary.query(
-        "SELECT @@gtid_binlog_state"
-    )
+    if pair.mariadb:
+        assert pair.replica.query("SELECT @@gtid_binlog_state") == pair.primary.query(
+            "SELECT @@gtid_binlog_state"
+        )
 
     # ...at positions of its own: other file names, other offsets
     assert primary.file.startswith("binlog.")
@@ -217,8 +223,9 @@ def test_a_switch_to_a_server_that_is_down_resets_new_connections(pair, proxy):
 def test_promote_makes_the_replica_take_writes_under_its_own_server_id(pair):
     pair.primary.execute("INSERT INTO t VALUES (4, 'd')", database="harness")
     caught_up = pair.wait_caught_up()
-    domain, server_id, seq = map(int, caught_up.split("-"))
-    assert server_id == 1
+    if pair.mariadb:
+        domain, server_id, seq = map(int, caught_up.split("-"))
+        assert server_id == 1
 
     pair.promote()
     assert pair.replica_status() == {}
@@ -226,9 +233,46 @@ def test_promote_makes_the_replica_take_writes_under_its_own_server_id(pair):
     pair.replica.execute("INSERT INTO t VALUES (5, 'e')", database="harness")
 
     after = binlog_status(pair.replica)
-    assert after.gtid_pos == f"{domain}-2-{seq + 1}"
-    assert binlog_gtids(pair.replica)[-1] == after.gtid_pos
+    if pair.mariadb:
+        assert after.gtid_pos == f"{domain}-2-{seq + 1}"
+        assert binlog_gtids(pair.replica)[-1] == after.gtid_pos
+    else:  # the primary's GTIDs and, now, one of the replica's own
+        expected = GtidSet.parse(f"{caught_up},{_uuid(pair.replica)}:1")
+        assert GtidSet.parse(after.gtid_pos).text() == expected.text()
+        assert binlog_gtids(pair.replica)[-1] == f"{_uuid(pair.replica)}:1"
     assert pair.replica.query("SELECT id FROM t WHERE id = 5", database="harness") == [(5,)]
     assert pair.primary.query("SELECT id FROM t WHERE id = 5", database="harness") == []
     with pytest.raises(RuntimeError):
         pair.wait_caught_up()
+
+
+def test_a_replica_built_from_a_dump_has_its_early_gtids_only_as_a_setting():
+    """``built='dump'``: the dumped rows are on the replica, its GTID state covers the
+    dump's transactions, but its binlog holds only what it replicated after the dump."""
+
+    def seed(primary):
+        primary.fresh_database("dumped")
+        primary.execute(
+            "CREATE TABLE d (id INT PRIMARY KEY)",
+            "INSERT INTO d VALUES (1), (2)",
+            database="dumped",
+        )
+
+    with ReplicatedPair(built="dump", seed=seed) as pair:
+        assert pair.replicating()
+        dumped = pair.dumped_gtids
+        assert dumped == binlog_status(pair.primary).gtid_pos
+        pair.primary.execute("INSERT INTO d VALUES (3)", database="dumped")
+        caught_up = pair.wait_caught_up()
+        assert pair.replica.query("SELECT id FROM d ORDER BY id", database="dumped") == [
+            (1,),
+            (2,),
+            (3,),
+        ]
+        assert binlog_status(pair.replica).gtid_pos == caught_up
+        replicated = binlog_gtids(pair.replica)
+        assert replicated == binlog_gtids(pair.primary)[-1:]  # only the insert after the dump
+        if pair.mariadb:
+            assert pair.replica.query("SELECT @@gtid_slave_pos")[0][0] == caught_up
+        else:
+            assert pair.replica.query("SELECT @@gtid_purged")[0][0] == dumped
