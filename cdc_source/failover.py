@@ -13,21 +13,29 @@ A position is not relocated, and the fail-over stops the query with the reason, 
   a position of the old server's binlog);
 - the new server's binlog lacks a transaction before it (asynchronous replication lost
   it: the query has read changes the new primary does not have), or holds the same
-  transactions in another order.
+  transactions in another order; the refusal names the transactions it lacks.
+
+A server's GTID state at a position includes what it executed before its oldest binlog
+file (:func:`cdc_source.binlog.gtid_scan.executed_before_binlog`, MySQL's
+``gtid_purged``): a replica built from a dump or a clone has the dump's transactions only
+there, in none of its binlog files.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from cdc_source.binlog.gtid_scan import GtidLocateError, locate
+from cdc_source.binlog.gtid_scan import GtidLocateError, executed_before_binlog, locate
 from cdc_source.mysql_client import binary_logs
 from cdc_source.offsets import BinlogPosition
 
 
-def relocate(position: BinlogPosition, open_dump, files: list[str], flavor: str) -> BinlogPosition:
+def relocate(
+    position: BinlogPosition, open_dump, files: list[str], flavor: str, before: str = ""
+) -> BinlogPosition:
     """``position`` of another server, in the binlog of this one (``open_dump``, ``files``:
-    its dumps and binlog files, oldest first), one epoch later."""
+    its dumps and binlog files, oldest first; ``before``: what it executed before its
+    oldest file, :func:`server_binlog`), one epoch later."""
     if not position.gtids:
         raise GtidLocateError(
             f"the position {position} carries no GTID state, so it cannot be found on another "
@@ -40,10 +48,16 @@ def relocate(position: BinlogPosition, open_dump, files: list[str], flavor: str)
             f"is unresolved at {position}; its prepare cannot be found on another server by "
             "position. Restart the query once it is resolved, or with a new checkpoint"
         )
-    file, pos = locate(open_dump, files, position.gtids, flavor)
+    file, pos = locate(open_dump, files, position.gtids, flavor, before)
     return replace(position, file=file, pos=pos, epoch=position.epoch + 1)
 
 
 def binlog_files(conn) -> list[str]:
     """The server's binlog file names, oldest first."""
     return [name for name, _ in binary_logs(conn)]
+
+
+def server_binlog(conn, flavor: str) -> tuple[list[str], str]:
+    """What :func:`relocate` needs of the server reached: its binlog file names, oldest
+    first, and the GTIDs it executed before the oldest."""
+    return binlog_files(conn), executed_before_binlog(conn, flavor)

@@ -196,6 +196,35 @@ class MariaGtidPos:
 GtidState = GtidSet | MariaGtidPos
 
 
+def missing(have: GtidState, want: GtidState) -> GtidState:
+    """What of ``want`` ``have`` lacks, in the same form: the GTIDs of ``want`` not in
+    ``have`` (MySQL), or ``want``'s last GTID of each domain ``have`` is behind in
+    (MariaDB, whose state names only the last transaction of a domain)."""
+    if isinstance(want, MariaGtidPos):
+        return MariaGtidPos(
+            {
+                domain: (server, seq)
+                for domain, (server, seq) in want.domains.items()
+                if have.domains.get(domain, (0, 0))[1] < seq
+            }
+        )
+    lacking = GtidSet()
+    for key, intervals in want.intervals.items():
+        mine = have.intervals.get(key, [])
+        for start, end in intervals:
+            for a, b in mine:
+                if b < start or a > end:
+                    continue
+                if a > start:
+                    lacking.add_interval(*key, start, a - 1)
+                start = b + 1
+                if start > end:
+                    break
+            if start <= end:
+                lacking.add_interval(*key, start, end)
+    return lacking
+
+
 def parse_state(stored: str, flavor: str) -> GtidState:
     """A GTID state from its text (or :func:`compact` form) for ``flavor``."""
     text = expand(stored)

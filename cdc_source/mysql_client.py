@@ -179,6 +179,15 @@ class ServerChangedError(RuntimeError):
     transient = False
 
 
+class ServerChangeFollowed(RuntimeError):
+    """Raised by a :class:`SameServer`'s ``on_change`` that follows a server change: the
+    step whose connection met the new server used positions of the old one, so it is
+    abandoned and done again from its offsets, found on the new server. The new identity
+    stays the expected one."""
+
+    transient = False
+
+
 def server_identity(conn) -> str:
     """Which server this is: ``server_id``, and ``server_uuid`` where the server has one
     (MySQL). Two servers of one replication topology never share a server id (Galera
@@ -222,6 +231,8 @@ class SameServer:
             before, self.identity = self.identity, identity
             try:
                 self.on_change(before, identity)
+            except ServerChangeFollowed:
+                raise
             except BaseException:
                 self.identity = before
                 raise

@@ -10,14 +10,16 @@ import logging
 import os
 from dataclasses import replace
 
+from cdc_source.binlog.gtid_scan import executed_before_binlog
 from cdc_source.binlog.row_count import RowCounter
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
-from cdc_source.failover import binlog_files, relocate
+from cdc_source.failover import relocate, server_binlog
 from cdc_source.gtid import expand, parse_state
 from cdc_source.mysql_client import (
     SameServer,
     ServerChangedError,
+    ServerChangeFollowed,
     binary_logs,
     connect,
     read_head,
@@ -50,6 +52,8 @@ from coordinator.xa_watermark import XaWatermark
 log = logging.getLogger("cdc_mysql")
 
 STATE_DIR_ENV = "CDC_MYSQL_STATE_DIR"
+# Server changes one planning step follows before it gives up (each starts it again).
+_FOLLOWED_CHANGES = 4
 
 
 class SourceStateError(RuntimeError):
@@ -151,7 +155,11 @@ class QueryDriver:
         return self._server
 
     def head(self) -> BinlogPosition:
-        """The binlog head (its GTID state is filled in by :meth:`_with_gtids`)."""
+        """The binlog head (its GTID state is filled in by :meth:`_with_gtids`), of the
+        server reached now."""
+        return self._following(self._head)
+
+    def _head(self) -> BinlogPosition:
         file, pos, _, ts = self.session.run(read_head)
         return BinlogPosition(file, pos, "", ts)
 
@@ -248,8 +256,23 @@ class QueryDriver:
         self.ddl.forget()  # the same coordinates name other events there
         self._server = None
         self._gtids = None
+        self._start = None  # a resolved start of the old server: resolved again here
         if self.target is not None:  # availableNow: the head to reach is the new server's
             self._refreeze = True
+        # The step that met the new server holds positions of the old one (a batch start
+        # relocated before the change, a file name): it starts again from its offsets.
+        raise ServerChangeFollowed(f"the driver's connection reached {after} (was {before})")
+
+    def _following(self, step, *args):
+        """``step(*args)``, done again from the start while a server change met during it
+        is followed (:meth:`_server_changed`): every pass over the binlog then starts
+        from positions found on the server reached, never from another server's file."""
+        for _ in range(_FOLLOWED_CHANGES - 1):
+            try:
+                return step(*args)
+            except ServerChangeFollowed as change:
+                log.warning("fail-over during the step: %s; done again there", change)
+        return step(*args)
 
     def _on_this_server(self, offset: SourceOffset) -> SourceOffset:
         """``offset`` with its position in the binlog of the server reached now: itself on
@@ -272,11 +295,8 @@ class QueryDriver:
             moved = self._relocated.get(position)
             if moved is None:
                 traits = self.traits()
-                moved = self.session.run(
-                    lambda conn: relocate(
-                        position, self._dump.open, binlog_files(conn), traits.flavor
-                    )
-                )
+                files, before = self.session.run(lambda conn: server_binlog(conn, traits.flavor))
+                moved = relocate(position, self._dump.open, files, traits.flavor, before)
                 self._relocated[position] = moved
                 log.warning(
                     "fail-over: the checkpoint's position %s on %s is %s on %s (GTIDs %s), "
@@ -301,6 +321,11 @@ class QueryDriver:
     ) -> SourceOffset:
         """The end of the next batch (``start`` when there is nothing new). ``max_rows``,
         ``max_bytes``: Spark's ReadMaxRows / ReadMaxBytes limit, if it passed one."""
+        return self._following(self._latest, start, max_rows, max_bytes)
+
+    def _latest(
+        self, start: SourceOffset, max_rows: int | None, max_bytes: int | None
+    ) -> SourceOffset:
         if self.options.startup_mode == "snapshot" and start.handed_over and start.binlog:
             # Snapshot only: the stream ends at the hand-over. No batch is planned after it,
             # so availableNow finishes and other triggers idle without reading on.
@@ -313,8 +338,8 @@ class QueryDriver:
             return self._resnapshot(start, max_rows, max_bytes)
         self._ensure_available(start.binlog)
         if self._refreeze:
-            self.target, self._refreeze = self.head(), False
-        head = self.target or self.head()
+            self.target, self._refreeze = self._head(), False
+        head = self.target or self._head()
         head = replace(head, epoch=start.binlog.epoch if start.binlog is not None else 0)
         server = self.server_identity()
         budget = self._budget(max_rows, max_bytes)
@@ -443,7 +468,7 @@ class QueryDriver:
         """The batch after a purge: every table reset (``t``, by :meth:`tasks`) and the
         first chunks of a new snapshot, as of the head R now. R starts a new epoch, so every
         ``_seq`` from here on sorts after every earlier one, whatever the file numbers."""
-        head = replace(self.head(), epoch=start.binlog.epoch + 1)
+        head = replace(self._head(), epoch=start.binlog.epoch + 1)
         if self.target is not None and self.target.coordinates < head.coordinates:
             self.target = head  # availableNow: the new snapshot ends at R
         head = self._with_gtids(None, self._with_xa(None, head))
@@ -491,7 +516,9 @@ class QueryDriver:
         batches and restarts start there."""
         if self._start is None:
             traits = self.traits()
-            files, now_ms = self.session.run(_files_and_clock)
+            files, now_ms, before = self.session.run(
+                lambda conn: (*_files_and_clock(conn), executed_before_binlog(conn, traits.flavor))
+            )
             position = startup.resolve(
                 self.options.startup_mode,
                 self.options.startup,
@@ -500,6 +527,7 @@ class QueryDriver:
                 traits.flavor,
                 traits.gtids,
                 now_ms,
+                before if traits.gtids else "",
             )
             position = self._with_xa(None, position)
             log.info(
@@ -521,6 +549,9 @@ class QueryDriver:
 
     def tasks(self, start: SourceOffset, end: SourceOffset) -> list[BinlogTask | ChunkTask]:
         """The tasks of the batch (start, end]: a pure function of the two offsets."""
+        return self._following(self._tasks, start, end)
+
+    def _tasks(self, start: SourceOffset, end: SourceOffset) -> list[BinlogTask | ChunkTask]:
         if same_progress(start, end):
             return []
         start, end = self._on_this_server(start), self._on_this_server(end)
@@ -608,11 +639,14 @@ class QueryDriver:
         """The tasks of a batch read (``spark.read``): every captured table's rows as of
         the binlog head now, read and normalized exactly as the stream's snapshot batches
         read them, all in one batch (split metadata lives only for this call)."""
+        return self._following(self._snapshot_tasks)
+
+    def _snapshot_tasks(self) -> list[BinlogTask | ChunkTask]:
         start = SourceOffset(None, self.planner.initial_cursor(), self.fingerprint)
-        head = self._with_gtids(None, self._with_xa(None, self.head()))
+        head = self._with_gtids(None, self._with_xa(None, self._head()))
         batch = self.planner.plan(start, head, BatchBudget())
         self._log_plan(start, batch.end, len(batch.chunks), head)
-        return self.tasks(start, batch.end)
+        return self._tasks(start, batch.end)
 
     def commit(self, end: SourceOffset) -> None:
         self.planner.registry.commit(end)

@@ -5,8 +5,9 @@ whose GTID event lies in (S, E]; a batch's end is the binlog head, a transaction
 boundary, so every GTID in the range is of a whole transaction. Without a state at S (the
 first batch, or an offset written before GTIDs were tracked) it is built from E's file
 alone: the GTID state every binlog file starts with (MySQL ``PREVIOUS_GTIDS``, the set of
-all earlier transactions; MariaDB ``GTID_LIST``, the last GTID of each domain) plus the
-GTID events of the file up to E.
+all earlier transactions of the binlog, with ``gtid_purged``, those executed before it;
+MariaDB ``GTID_LIST``, the last GTID of each domain) plus the GTID events of the file up
+to E.
 
 Only GTID events are looked at; row images are never decoded. So the state is a pure
 function of E and the binlog, and an offset built twice (a batch planned again after a
@@ -31,7 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from cdc_source.binlog.gtid_scan import apply_gtid_events
+from cdc_source.binlog.gtid_scan import apply_gtid_events, executed_before_binlog
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
 from cdc_source.offsets import BinlogPosition
@@ -89,11 +90,31 @@ class GtidTracker:
             return self.state_from_file(end)
 
     def state_from_file(self, end: BinlogPosition) -> str:
-        """The state at ``end`` from its file alone, read here: the file's starting state
-        (PREVIOUS_GTIDS, GTID_LIST) and its GTID events up to ``end``."""
-        state = MariaGtidPos() if self.flavor == "mariadb" else GtidSet()
+        """The state at ``end`` from its file alone, read here: what the server executed
+        before its oldest binlog file (MySQL ``gtid_purged``, which no file's
+        PREVIOUS_GTIDS names on a server built from a dump or a clone), the file's
+        starting state (PREVIOUS_GTIDS, GTID_LIST) and its GTID events up to ``end``."""
+        if self.flavor == "mariadb":
+            state: GtidState = MariaGtidPos()
+        else:
+            state = GtidSet.parse(self._executed_before())
         self._scan(state, (end.file, 4), end)
         return self.stored(state)
+
+    def _executed_before(self) -> str:
+        if self._connect is None:
+            return ""
+
+        def ask() -> str:
+            conn = self._connect()
+            if conn is None:  # a test's stand-in for a server
+                return ""
+            try:
+                return executed_before_binlog(conn, self.flavor)
+            finally:
+                conn.close()
+
+        return retrying(self._policy, "reading the GTIDs executed before the binlog", ask)
 
     def _asked_of_server(self, end: BinlogPosition) -> str | None:
         """MariaDB's own ``BINLOG_GTID_POS`` at ``end``, None where the server has none

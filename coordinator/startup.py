@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import FL_PREPARED_XA, Event, Format, parse_query
 from cdc_source.binlog.gtid_scan import GtidLocateError, add_event, locate, new_state
-from cdc_source.gtid import GtidError, compact
+from cdc_source.gtid import GtidError, GtidSet, compact, parse_state
 from cdc_source.offsets import BinlogPosition, file_number
 from cdc_source.options import (
     STARTUP_GTID_SET,
@@ -263,8 +263,10 @@ def at_gtid_set(
     flavor: str,
     gtids: bool,
     gtid_set: str,
+    before: str = "",
 ) -> BinlogPosition:
-    """Where the server's binlog holds exactly the transactions of ``gtid_set`` before it."""
+    """Where the server's binlog holds exactly the transactions of ``gtid_set`` before it
+    (``before``: what the server executed before its oldest binlog file)."""
     where = f"{STARTUP_GTID_SET}={gtid_set}"
     if not gtids:
         raise StartupPositionError(
@@ -281,14 +283,14 @@ def at_gtid_set(
         )
     names = [name for name, _ in files]
     try:
-        file, pos = locate(open_dump, names, gtid_set, flavor)
+        file, pos = locate(open_dump, names, gtid_set, flavor, before)
     except (GtidLocateError, GtidError) as err:
         text = str(err)
         if "purged" in text:
             kind = "purged: the binlog before it is gone"
-        elif "does not include" in text:
+        elif getattr(err, "at_end", False):
             kind = "in the future: the server has not executed all of these transactions"
-            text = text.split(": it lacks", 1)[0]  # locate's words are for a fail-over
+            text = f"the server lacks {err.lacks}"  # locate's own words are for a fail-over
         else:
             kind = "not a state of this server's binlog"
         raise StartupPositionError(
@@ -391,15 +393,29 @@ def resolve(
     flavor: str,
     gtids: bool,
     now_ms: int,
+    before: str = "",
 ) -> BinlogPosition:
-    """The start position of ``mode`` (earliest-offset, specific-offset, timestamp)."""
+    """The start position of ``mode`` (earliest-offset, specific-offset, timestamp).
+    ``before``: the GTIDs the server executed before its oldest binlog file
+    (:func:`cdc_source.binlog.gtid_scan.executed_before_binlog`), part of every
+    position's GTID state."""
+    position = _resolve(mode, point, open_dump, files, flavor, gtids, now_ms, before)
+    if not (before and position.gtids):
+        return position
+    state = parse_state(position.gtids, flavor)
+    if isinstance(state, GtidSet):
+        state.update(GtidSet.parse(before))
+    return replace(position, gtids=compact(state))
+
+
+def _resolve(mode, point, open_dump, files, flavor, gtids, now_ms, before) -> BinlogPosition:
     if mode == "earliest-offset":
         return earliest(open_dump, files, flavor, gtids)
     if mode == "timestamp" and point is not None and point.timestamp_ms is not None:
         return at_timestamp(open_dump, files, flavor, gtids, point.timestamp_ms, now_ms)
     if mode == "specific-offset" and point is not None:
         if point.gtid_set is not None:
-            return at_gtid_set(open_dump, files, flavor, gtids, point.gtid_set)
+            return at_gtid_set(open_dump, files, flavor, gtids, point.gtid_set, before)
         if point.file is not None and point.pos is not None:
             return at_file_position(open_dump, files, flavor, gtids, point.file, point.pos)
     raise StartupPositionError(f"scan.startup.mode={mode} has no start position to resolve")

@@ -55,6 +55,12 @@ CLASSES: dict[str, tuple[str, str]] = {
         "with GTIDs, restart the query (it resumes on the new server from its checkpoint); "
         "without them, start a new query with a new checkpoint",
     ),
+    "ServerChangeFollowed": (
+        "the driver's connections reached another server four times during one planning "
+        "step (a fail-over is followed by doing the step again on the new server)",
+        "servers that keep changing under the address the query connects to: make the "
+        "address lead to one server, then restart the query",
+    ),
     "ValueRefusedError": (
         "a stored value that the column's Spark type cannot hold (a TINYINT(1) other than 0 "
         "or 1 read as BOOLEAN, a date that is neither real nor the zero date, text that is "
@@ -90,8 +96,10 @@ CLASSES: dict[str, tuple[str, str]] = {
         "its GTID state: no GTIDs, an unresolved XA transaction at it, a purged binlog, or "
         "the new server lacks transactions the query read (asynchronous replication lost "
         "them) or holds them in another order",
-        "as the message says; where the new server lacks transactions, the data of the "
-        "sink and of the server differ: start a new query with a new checkpoint",
+        "as the message says; where the new server lacks transactions (the message names "
+        "them in the server's GTID syntax), apply them to it from the old primary's binlog "
+        "and restart the query, or start a new query with a new checkpoint: until then the "
+        "data of the sink and of the server differ",
     ),
     "GtidTrackingError": (
         "the binlog's GTID events do not reach a planned position (the server lost events "

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
-from cdc_source.failover import binlog_files, relocate
+from cdc_source.failover import relocate, server_binlog
 from cdc_source.mysql_client import ServerChangedError, connect, server_flavor, server_identity
 from cdc_source.partitions import BinlogTask, ChunkTask, TableResetTask
 from cdc_source.retry import RetryPolicy
@@ -69,17 +69,18 @@ def relocated(
         )
     conn = connect(connection_kwargs)
     try:
-        identity, flavor, files = server_identity(conn), server_flavor(conn), binlog_files(conn)
+        identity, flavor = server_identity(conn), server_flavor(conn)
+        files, before = server_binlog(conn, flavor)
     finally:
         conn.close()
     source = DumpSource(lambda: connect(connection_kwargs), task.server_id, policy=policy)
     if isinstance(task, BinlogTask):
-        start = relocate(task.start, source.open, files, flavor)
-        end = relocate(task.end, source.open, files, flavor)
+        start = relocate(task.start, source.open, files, flavor, before)
+        end = relocate(task.end, source.open, files, flavor, before)
         moved = replace(task, start=start, end=end, server=identity)
         log.warning("fail-over: binlog task reads %s..%s on %s", start, end, identity)
     else:
-        target = relocate(task.target, source.open, files, flavor)
+        target = relocate(task.target, source.open, files, flavor, before)
         moved = replace(task, target=target, server=identity, server_flavor=flavor)
         log.warning("fail-over: snapshot task reads as of %s on %s", target, identity)
     return moved

@@ -19,14 +19,21 @@ from cdc_source.binlog.events import (
     parse_mysql_gtid,
     parse_previous_gtids,
 )
-from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, parse_state
+from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, missing, parse_state
 from cdc_source.offsets import file_number as _file_number
 
 
 class GtidLocateError(RuntimeError):
-    """A GTID state has no exact binlog position on the server reached."""
+    """A GTID state has no exact binlog position on the server reached. ``lacks``: the
+    transactions of the state the server's binlog lacks, where that is the reason (as
+    the server spells them); ``at_end``: the binlog ended before it had them all."""
 
     transient = False
+
+    def __init__(self, message: str, lacks: str = "", at_end: bool = False) -> None:
+        super().__init__(message)
+        self.lacks = lacks
+        self.at_end = at_end
 
 
 def new_state(flavor: str) -> GtidState:
@@ -127,33 +134,44 @@ def file_start_state(events: Iterable[Event], flavor: str) -> GtidState:
     return state
 
 
-def locate(open_dump, files: list[str], stored: str, flavor: str) -> tuple[str, int]:
+def locate(
+    open_dump, files: list[str], stored: str, flavor: str, before: str = ""
+) -> tuple[str, int]:
     """Where, in the binlog of the server reached, the GTID state ``stored`` holds
     exactly: after the last transaction it includes and before the first it does not.
 
     ``open_dump(file, pos)`` gives ``(reader, events, close)``; ``files`` are the
-    server's binlog files, oldest first. The file to read is the newest whose starting
-    state is within ``stored``; it and the files after it are read for their GTID events
-    until the first transaction not in ``stored``. Every transaction before that one
-    must be in ``stored`` and the state there must equal it: a server whose binlog holds
-    the same transactions in another order, or lacks some, has no such position."""
+    server's binlog files, oldest first; ``before`` is what the server executed before
+    its oldest file and no file's starting state names (:func:`executed_before_binlog`),
+    part of every position's state. The file to read is the newest whose starting state
+    is within ``stored``; it and the files after it are read for their GTID events until
+    the first transaction not in ``stored``. Every transaction before that one must be in
+    ``stored`` and the state there must equal it: a server whose binlog lacks some of
+    them, or holds them in another order, has no such position, and the error names the
+    transactions it lacks."""
     target = parse_state(stored, flavor)
-    first = None
+    earlier = parse_state(before, flavor) if before else new_state(flavor)
+    first, start = None, new_state(flavor)
     for index in range(len(files) - 1, -1, -1):
         reader, events, close = open_dump(files[index], 4)
         try:
             start = file_start_state(events, flavor)
         finally:
             close()
+        _include(start, earlier)
         if target.contains(start):
             first = index
             break
     if first is None:
         raise GtidLocateError(
             f"none of this server's binlog files ({files[0]} to {files[-1]}) starts at or "
-            f"before the GTID state {target.text()}: the binlog it needs was purged"
+            f"before the GTID state {target.text()} (the oldest starts at "
+            f"{start.text() or 'nothing'}): the binlog it needs was purged, or this server "
+            "was built from a copy taken after it. Start a new query with a new checkpoint "
+            "location"
         )
     state = new_state(flavor)
+    _include(state, earlier)
     reader, events, close = open_dump(files[first], 4)
     last_end: tuple[str, int] | None = None
     try:
@@ -161,11 +179,10 @@ def locate(open_dump, files: list[str], stored: str, flavor: str) -> tuple[str, 
             gtid = event_gtid(state, event)
             if gtid is not None and not _has(target, gtid):
                 if state.text() != target.text():
-                    raise GtidLocateError(
-                        f"this server's binlog reaches the transaction {_text(gtid)} at "
-                        f"{event.file}:{event.start_pos} with the GTID state {state.text()}, "
-                        f"not {target.text()}: it holds other transactions or another order"
+                    where = (
+                        f"before its transaction {_text(gtid)} at {event.file}:{event.start_pos}"
                     )
+                    raise _lacking(state, target, where)
                 return event.file, event.start_pos
             add_event(state, event)
             last_end = (event.file, event.end_pos)
@@ -173,10 +190,56 @@ def locate(open_dump, files: list[str], stored: str, flavor: str) -> tuple[str, 
         close()
     if last_end is not None and state.text() == target.text():
         return last_end
-    raise GtidLocateError(
-        f"this server's binlog ends with the GTID state {state.text() or 'empty'}, which "
-        f"does not include {target.text()}: it lacks transactions the query has read"
+    raise _lacking(state, target, "up to the end of its binlog", at_end=True)
+
+
+def _include(state: GtidState, earlier: GtidState) -> None:
+    """``earlier`` (the GTIDs executed before the oldest binlog file) added to ``state``."""
+    if isinstance(state, GtidSet) and isinstance(earlier, GtidSet):
+        state.update(earlier)
+    elif isinstance(state, MariaGtidPos) and isinstance(earlier, MariaGtidPos):
+        for domain, (server, seq) in earlier.domains.items():
+            if state.domains.get(domain, (0, 0))[1] < seq:
+                state.add(domain, server, seq)
+
+
+def _lacking(
+    state: GtidState, target: GtidState, where: str, at_end: bool = False
+) -> GtidLocateError:
+    """The refusal of a server whose binlog does not reach the state ``target``: which
+    transactions the query has read that it lacks, and what the operator can do."""
+    lacks = missing(state, target).text()
+    what = "transactions" if isinstance(target, GtidSet) else "the transactions up to"
+    return GtidLocateError(
+        f"this server lacks transactions the query has read: {what} {lacks} "
+        f"(its binlog holds {state.text() or 'nothing'} {where}; the query's position is "
+        f"after {target.text()}). They were not replicated before the fail-over (or this "
+        "server holds them later, in another order). Apply them to this server from the "
+        "old primary's binlog if it is still there and restart the query, or start a new "
+        "query with a new checkpoint location",
+        lacks,
+        at_end,
     )
+
+
+def executed_before_binlog(conn, flavor: str) -> str:
+    """What the server executed before its oldest binlog file and none of its files'
+    starting states names: MySQL's ``@@gtid_purged`` (the purged files' transactions,
+    which the oldest file's PREVIOUS_GTIDS names too, and those of a server built from
+    a dump or a clone, set by ``SET GLOBAL gtid_purged``, which MySQL writes into no
+    file's PREVIOUS_GTIDS). Empty on MariaDB: its state at a position is the last GTID of
+    each domain, which the binlog's own events give from the first transaction a
+    replica logs on (a replica built from a dump has the dump's in ``gtid_slave_pos``,
+    which also moves with every later transaction it applies, so it says nothing of a
+    position; only a position exactly at the dump, or in a domain written only before
+    it, is then not found)."""
+    if flavor == "mariadb":
+        return ""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@global.gtid_purged")
+        (value,) = cur.fetchone()
+    text = value.decode() if isinstance(value, (bytes, bytearray)) else str(value or "")
+    return "".join(text.split())
 
 
 def _text(gtid: tuple) -> str:

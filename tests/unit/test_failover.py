@@ -79,6 +79,50 @@ def test_a_server_lacking_a_transaction_the_query_read_is_refused():
         locate(new.open, new.names, f"{U1}:1-3", "mysql")
 
 
+def test_a_replica_built_from_a_dump_is_found_with_what_it_executed_before_its_binlog():
+    # MySQL writes the dump's GTIDs (SET GLOBAL gtid_purged) into no file's PREVIOUS_GTIDS.
+    first, first_ends = _mysql_file("replica-bin.000001", {}, [(U1, n) for n in range(5, 8)])
+    second, second_ends = _mysql_file("replica-bin.000002", {(U1, ""): [(5, 7)]}, [(U1, 8)])
+    new = Server([first, second])
+    with pytest.raises(GtidLocateError, match="lacks transactions the query has read"):
+        locate(new.open, new.names, f"{U1}:1-8", "mysql")
+    assert locate(new.open, new.names, f"{U1}:1-8", "mysql", f"{U1}:1-4") == (
+        second.name,
+        second_ends[(U1, 8)],
+    )
+    # Exactly at the dump: before the first transaction the replica logged.
+    file, pos = locate(new.open, new.names, f"{U1}:1-4", "mysql", f"{U1}:1-4")
+    assert file == first.name and pos < first_ends[(U1, 5)]
+    # Before the dump: the replica never had that position.
+    with pytest.raises(GtidLocateError, match="purged"):
+        locate(new.open, new.names, f"{U1}:1-3", "mysql", f"{U1}:1-4")
+
+
+def test_the_refusal_names_the_transactions_the_new_server_lacks():
+    # The replica missed U1:6-7 (asynchronous replication) and, promoted, wrote its own.
+    first, _ = _mysql_file("replica-bin.000001", {}, [(U1, n) for n in range(1, 6)] + [(U2, 1)])
+    new = Server([first])
+    with pytest.raises(GtidLocateError) as refused:
+        locate(new.open, new.names, f"{U1}:1-7", "mysql")
+    assert f"lacks transactions the query has read: transactions {U1}:6-7" in str(refused.value)
+    assert refused.value.lacks == f"{U1}:6-7" and not refused.value.at_end
+    assert "restart the query" in str(refused.value)
+    with pytest.raises(GtidLocateError) as ended:
+        locate(new.open, new.names, f"{U1}:1-5,{U2}:1-2", "mysql")
+    assert ended.value.lacks == f"{U2}:2" and ended.value.at_end
+    maria = BinlogFile("replica-bin.000001")
+    maria.add(c.MARIADB_GTID_LIST, mariadb_gtid_list_body([]))
+    for seq in (1, 2):
+        maria.add(c.MARIADB_GTID, mariadb_gtid_body(seq), server_id=1)
+        maria.add(c.XID, xid_body(seq))
+    maria.add(c.MARIADB_GTID, mariadb_gtid_body(3), server_id=2)
+    maria.add(c.XID, xid_body(3))
+    server = Server([maria])
+    with pytest.raises(GtidLocateError) as lost:
+        locate(server.open, server.names, "0-1-4", "mariadb")
+    assert "lacks transactions the query has read: the transactions up to 0-1-4" in str(lost.value)
+
+
 def test_a_server_with_the_transactions_in_another_order_is_refused():
     first, _ = _mysql_file("mysql-bin.000001", {}, [(U1, 1), (U2, 1), (U1, 2)])
     new = Server([first])

@@ -326,3 +326,16 @@ def test_the_tracker_follows_tagged_gtids():
     assert tracker.at(None, BinlogPosition(binlog.name, end)) == (
         "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-3"
     )
+
+
+def test_missing_is_what_one_state_lacks_of_another_in_the_same_syntax():
+    from cdc_source.gtid import GtidSet, MariaGtidPos, missing
+
+    u = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    have = GtidSet.parse(f"{u}:5-10:20,{u}:tag:1")
+    want = GtidSet.parse(f"{u}:1-30,{u}:tag:1-2")
+    assert missing(have, want).text() == f"{u}:1-4:11-19:21-30:tag:2"
+    assert missing(want, have).text() == ""
+    assert missing(GtidSet(), want).text() == want.text()
+    lacking = missing(MariaGtidPos.parse("0-1-5,1-2-3"), MariaGtidPos.parse("0-1-9,1-2-3,2-1-1"))
+    assert lacking.text() == "0-1-9,2-1-1"
