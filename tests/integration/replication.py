@@ -290,6 +290,11 @@ class ReplicatedPair:
             )
         return position
 
+    def stop_replicating(self) -> None:
+        """The replica stops following the primary (``STOP SLAVE``, MySQL ``STOP
+        REPLICA``): what the primary writes from now on, it lacks."""
+        self.replica.execute("STOP SLAVE" if self.mariadb else "STOP REPLICA")
+
     def promote(self) -> None:
         """The replica stops following the primary and takes writes: ``STOP SLAVE``,
         ``RESET SLAVE ALL`` (MySQL ``STOP REPLICA``, ``RESET REPLICA ALL``), ``read_only``

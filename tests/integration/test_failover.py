@@ -1,14 +1,18 @@
 """A fail-over to a replica, followed by the running query itself (docs/design.md, 'Epochs
-across servers').
+across servers'), on MariaDB and on MySQL.
 
 The source reaches the servers through one address (a proxy on 127.0.0.1). While the
-query reads a table in snapshot batches (or, in the second case, streams it) under a
-concurrent writer, the primary is killed
-and the address switched to its replica (GTID replication, its own binlog file names and
-offsets), which is promoted and written to. The same query, never restarted, finds its
-position in the replica's binlog by its GTID state, reads the rest of the snapshot and
-the stream there, and its output replays to ``SELECT *`` of the new primary, with every
-change read from the replica in a later ``_seq`` epoch.
+query reads a table in snapshot batches (or streams it) under a concurrent writer, the
+primary is killed and the address switched to its replica (GTID replication, its own
+binlog file names and offsets), which is promoted and written to. The replica is built
+by replication from the primary's first transaction, or from a consistent dump of the
+primary (its early GTIDs then only in MySQL's ``gtid_purged`` / MariaDB's
+``gtid_slave_pos``, in none of its binlog files), as replicas are usually made. The same
+query, never restarted, finds its position in the replica's binlog by its GTID state,
+reads the rest of the snapshot and the stream there, and its output replays to
+``SELECT *`` of the new primary, with every change read from the replica in a later
+``_seq`` epoch. A replica that lacks transactions the query has read (replication
+stopped before them) is refused, the refusal naming them.
 
 One binlog task per batch: a batch running with several during the fail-over stops the
 query instead (README, Faults), which a restart resumes; that path is the restart test's.
@@ -17,15 +21,17 @@ query instead (README, Faults), which a restart resumes; that path is the restar
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from cdc_source.gtid import GtidSet
 from tests.integration.faults import EnduringWriter
 from tests.integration.replication import ReplicatedPair, SwitchingProxy
-from tests.integration.server import suite_flavour
 from tests.integration.streams import (
     StreamRun,
     batches_committed,
+    committed_batches,
     handover_batch,
     largest_offset_bytes,
     read_output,
@@ -36,11 +42,7 @@ from tests.integration.streams import (
 from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
 
 ONE_DECODER = True
-# The harness (tests/integration/replication.py) replicates MariaDB only: CHANGE MASTER
-# with MASTER_USE_GTID=slave_pos, gtid_slave_pos, gtid_strict_mode, gtid_binlog_state.
-pytestmark = pytest.mark.skipif(
-    suite_flavour() == "mysql", reason="MariaDB replication harness; no MySQL replicas yet"
-)
+DATABASE = "failover"
 ROWS = 20_000
 OPTIONS = {
     "scan.incremental.snapshot.chunk.size": "1000",
@@ -50,21 +52,31 @@ OPTIONS = {
 }
 
 
-@pytest.fixture
-def pair():
-    """A pair of its own per test: the test kills the primary and promotes the replica."""
-    with ReplicatedPair() as started:
+def _seed(primary) -> None:
+    primary.fresh_database(DATABASE)
+    load(primary, DATABASE, AUTO_INCREMENT, ROWS)
+
+
+@pytest.fixture(params=["replication", "dump"])
+def pair(request):
+    """A pair of its own per test (the test kills the primary and promotes the replica),
+    the primary holding the table to capture; the replica built either way."""
+    with ReplicatedPair(built=request.param, seed=_seed) as started:
+        started.wait_caught_up()
         yield started
+
+
+def _epoch_offsets(checkpoint) -> dict[int, dict]:
+    return {
+        n: o for n, o in source_offsets(checkpoint).items() if (o.get("binlog") or {}).get("epoch")
+    }
 
 
 @pytest.mark.parametrize("phase", ["snapshot", "stream"])
 def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
     pair, spark, tmp_path, phase
 ):
-    database = "failover"
-    pair.primary.fresh_database(database)
-    load(pair.primary, database, AUTO_INCREMENT, ROWS)
-    pair.wait_caught_up()
+    database = DATABASE
     with SwitchingProxy(pair.primary.info.port) as proxy:
         options = pair.source_options(database, rf"{database}\.orders", proxy=proxy, **OPTIONS)
         run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
@@ -89,10 +101,20 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
             pair.wait_caught_up()
             before = max(source_offsets(run.checkpoint))
             pair.primary.embedded.kill()
+            switched = time.monotonic()
             proxy.switch(pair.replica.info.port)
             pair.promote()
             writer = EnduringWriter(pair.replica, database, AUTO_INCREMENT, ROWS, seed=5)
             writer.start()
+            wait_for(
+                lambda: any(
+                    n in committed_batches(run.checkpoint) for n in _epoch_offsets(run.checkpoint)
+                ),
+                300,
+                "a batch committed on the new primary",
+                query,
+            )
+            followed = time.monotonic() - switched
             wait_for(
                 lambda: handover_batch(run.checkpoint) is not None,
                 300,
@@ -114,7 +136,7 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
 
     offsets = source_offsets(run.checkpoint)
     old = {n: o for n, o in offsets.items() if n <= before}
-    new = {n: o for n, o in offsets.items() if (o.get("binlog") or {}).get("epoch")}
+    new = _epoch_offsets(run.checkpoint)
     assert all("epoch" not in (o.get("binlog") or {}) for o in old.values())
     assert new and all(o["v"] == 2 and o["binlog"]["epoch"] == 1 for o in new.values())
     assert all(o["binlog"]["file"].startswith("replica-bin.") for o in new.values())
@@ -125,7 +147,60 @@ def test_a_fail_over_to_a_replica_is_followed_by_gtids_and_stays_exact(
     check_exactly_once(pair.replica, database, AUTO_INCREMENT, output)
     assert largest_offset_bytes(run.checkpoint) < 1024
     print(
-        f"\nfail-over: {len(output)} rows, offsets {min(new)}..{max(new)} on the replica, "
-        f"largest offset {largest_offset_bytes(run.checkpoint)} bytes: "
+        f"\nfail-over ({pair.flavour}, replica built by {pair.built}, mid-{phase}): followed "
+        f"{followed:.1f} s after the switch; {len(output)} rows, offsets {min(new)}..{max(new)} "
+        f"on the replica, largest offset {largest_offset_bytes(run.checkpoint)} bytes: "
         f"{json.dumps(offsets[max(offsets)])}"
+    )
+
+
+def test_a_replica_lacking_transactions_the_query_read_is_refused_naming_them(
+    pair, spark, tmp_path
+):
+    """Replication stops; the primary goes on and the query reads its new transactions;
+    then the primary dies and the lagging replica is promoted and written to. The query
+    stops, saying which of the transactions it read the new server lacks."""
+    database = DATABASE
+    with SwitchingProxy(pair.primary.info.port) as proxy:
+        options = pair.source_options(database, rf"{database}\.orders", proxy=proxy, **OPTIONS)
+        run = StreamRun(spark, options, tmp_path / "ck", tmp_path / "out")
+        query = run.start()
+        writer = EnduringWriter(pair.primary, database, AUTO_INCREMENT, ROWS, seed=3)
+        uuid = pair.primary.query("SELECT @@server_uuid")[0][0] if not pair.mariadb else ""
+        try:
+            wait_for(
+                lambda: handover_batch(run.checkpoint) is not None, 300, "the hand-over", query
+            )
+            pair.stop_replicating()
+            replicated = pair.replica.gtid_state()
+            writer.start()
+            time.sleep(2)
+            writer.stop()
+            wait_caught_up(pair.primary, run.checkpoint, query, 180)
+            pair.primary.embedded.kill()
+            switched = time.monotonic()
+            proxy.switch(pair.replica.info.port)
+            pair.promote()
+            pair.replica.execute(
+                "INSERT INTO orders (customer, amount, note, updated) "
+                "VALUES ('promoted', 1, 'x', NOW(6))",
+                database=database,
+            )
+            wait_for(lambda: not query.isActive, 180, "the query to stop")
+            refused = time.monotonic() - switched
+            error = str(query.exception())
+        finally:
+            writer.stop_event.set()
+            query.stop()
+    assert "lacks transactions the query has read" in error, error
+    assert "Apply them to this server" in error
+    lacking = error.split("lacks transactions the query has read: ", 1)[1].split(" (", 1)[0]
+    if pair.mariadb:
+        assert lacking.startswith("the transactions up to 0-1-")
+    else:
+        first = GtidSet.parse(replicated).intervals[(uuid, "")][-1][1] + 1
+        assert lacking.startswith(f"transactions {uuid}:{first}"), lacking
+    print(
+        f"\nrefusal ({pair.flavour}, replica built by {pair.built}) {refused:.1f} s after the "
+        f"switch; the replica had {replicated}: {lacking}"
     )
