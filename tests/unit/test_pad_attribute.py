@@ -2,53 +2,46 @@
 way the server does): read from information_schema.COLLATIONS.PAD_ATTRIBUTE where the server
 has that column (MySQL 8.0+, MariaDB 12.1+), guessed from the name otherwise.
 
-Pure logic over recorded answers to the discovery's
-``SELECT * FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN (...)``."""
+Pure logic over the answers a real MySQL 9.7 and MariaDB 10.11 gave to the discovery's
+``SELECT * FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN (...)``
+(``tests/data/server_answers/``, ``python -m tests.support.record_server_answers``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdc_source.catalog import ColumnSpec, pad_attributes, pad_space_by_name
+from cdc_source.catalog import _COLLATIONS_SQL, ColumnSpec, pad_attributes, pad_space_by_name
 from cdc_source.keys import weight_sql
+from tests.support.server_answers import RecordedServer
 
-
-def _description(*names: str) -> tuple:
-    """A DB-API cursor description: only the names are read."""
-    return tuple((name, 253, None, 256, 256, 0, True) for name in names)
-
-
-# MySQL 8.0 (the same columns in 8.4): PAD_ATTRIBUTE is the seventh column. Rows as the
-# server lists them (SHOW COLLATION / information_schema.COLLATIONS, utf8mb4 collations).
-MYSQL80_DESCRIPTION = _description(
-    "COLLATION_NAME",
-    "CHARACTER_SET_NAME",
-    "ID",
-    "IS_DEFAULT",
-    "IS_COMPILED",
-    "SORTLEN",
-    "PAD_ATTRIBUTE",
+# The discovery's query as the recorded servers answered it (MySQL 9.7 has the column as
+# the seventh, as 8.0 does; MariaDB 10.11 has none: it arrives in 12.1), and MySQL's
+# attribute of every collation it has.
+NAMES = (
+    "utf8mb4_0900_ai_ci",
+    "utf8mb4_0900_bin",
+    "utf8mb4_bin",
+    "utf8mb4_general_ci",
+    "utf8mb4_nopad_bin",
+    "utf8mb4_unicode_nopad_ci",
+    "utf8mb4_uca1400_ai_ci",
+    "utf8mb4_uca1400_nopad_ai_ci",
 )
-MYSQL80_ROWS = (
-    ("utf8mb4_0900_ai_ci", "utf8mb4", 255, "Yes", "Yes", 0, "NO PAD"),
-    ("utf8mb4_0900_bin", "utf8mb4", 309, "", "Yes", 1, "NO PAD"),
-    ("utf8mb4_bin", "utf8mb4", 46, "", "Yes", 1, "PAD SPACE"),
-    ("utf8mb4_general_ci", "utf8mb4", 45, "", "Yes", 1, "PAD SPACE"),
-)
+DISCOVERY = _COLLATIONS_SQL.format(", ".join(f"'{name}'" for name in NAMES))
+ALL_MYSQL = "SELECT COLLATION_NAME, PAD_ATTRIBUTE FROM information_schema.COLLATIONS"
 
-# MariaDB 10.11.19, recorded: no PAD_ATTRIBUTE column (it arrives in 12.1).
-MARIADB1011_DESCRIPTION = _description(
-    "COLLATION_NAME", "CHARACTER_SET_NAME", "ID", "IS_DEFAULT", "IS_COMPILED", "SORTLEN"
-)
-MARIADB1011_ROWS = (
-    ("utf8mb4_general_ci", "utf8mb4", 45, "Yes", "Yes", 1),
-    ("utf8mb4_nopad_bin", "utf8mb4", 1070, "", "Yes", 1),
-    ("utf8mb4_unicode_nopad_ci", "utf8mb4", 1248, "", "Yes", 8),
-)
+
+def _answer(flavour: str, query: str = DISCOVERY) -> tuple[tuple, list[tuple]]:
+    """(cursor description, rows) as the recorded server gave them."""
+    server = RecordedServer(flavour)
+    server.execute(query)
+    return server.description, server.fetchall()
 
 
 def test_mysql_reports_the_pad_attribute_of_each_collation():
-    assert pad_attributes(MYSQL80_DESCRIPTION, MYSQL80_ROWS) == {
+    description, rows = _answer("mysql-9.7")
+    assert [d[0] for d in description].index("PAD_ATTRIBUTE") == 6
+    assert pad_attributes(description, rows) == {
         "utf8mb4_0900_ai_ci": True,
         "utf8mb4_0900_bin": True,
         "utf8mb4_bin": False,
@@ -57,14 +50,32 @@ def test_mysql_reports_the_pad_attribute_of_each_collation():
 
 
 def test_the_column_is_found_by_name_and_bytes_are_read_as_text():
-    description = _description("pad_attribute", "ID", "collation_name")
-    rows = ((b"NO PAD", 1024, b"utf8mb4_acme_ci"), (b"PAD SPACE", 1025, b"latin1_acme_ci"))
-    assert pad_attributes(description, rows) == {"utf8mb4_acme_ci": True, "latin1_acme_ci": False}
+    """MySQL's answer with the names in lower case and the values as bytes (as a client
+    that does not decode hands them over), the columns in another order."""
+    description, rows = _answer("mysql-9.7")
+    names = [d[0].lower() for d in description]
+    order = [6, 2, 0]
+    moved = tuple((names[i], 253, None, 256, 256, 0, True) for i in order)
+    as_bytes = [
+        tuple(v.encode() if isinstance(v, str) else v for v in (row[i] for i in order))
+        for row in rows
+    ]
+    assert pad_attributes(moved, as_bytes) == pad_attributes(description, rows)
 
 
 def test_a_server_without_the_column_reports_nothing():
-    assert pad_attributes(MARIADB1011_DESCRIPTION, MARIADB1011_ROWS) == {}
+    description, rows = _answer("mariadb-10.11")
+    assert rows and "PAD_ATTRIBUTE" not in [d[0] for d in description]
+    assert pad_attributes(description, rows) == {}
     assert pad_attributes(None, ()) == {}
+
+
+def test_the_name_rule_agrees_with_mysql_except_for_binary():
+    """Of MySQL 9.7's collations, only ``binary`` (NO PAD, a name that says nothing) is
+    not what the name rule guesses."""
+    _, rows = _answer("mysql-9.7", ALL_MYSQL)
+    differ = [name for name, pad in rows if pad_space_by_name(name) != (pad == "PAD SPACE")]
+    assert len(rows) > 250 and differ == ["binary"]
 
 
 def _key(collation: str, no_pad: bool | None) -> ColumnSpec:
@@ -94,12 +105,11 @@ def test_the_name_rule_where_the_server_reports_nothing(collation, pad_space):
 
 
 def test_the_reported_attribute_wins_over_the_name():
-    """A custom collation whose name says nothing is what the server says it is."""
-    reported = pad_attributes(
-        MYSQL80_DESCRIPTION,
-        MYSQL80_ROWS + (("utf8mb4_acme_ci", "utf8mb4", 1024, "", "", 0, "NO PAD"),),
-    )
-    assert _key("utf8mb4_acme_ci", reported["utf8mb4_acme_ci"]).pad_space is False
+    """A collation whose name says nothing is what the server says it is: MySQL's
+    ``binary`` is NO PAD, though the name rule would take it as PAD SPACE."""
+    description, rows = _answer("mysql-9.7", ALL_MYSQL)
+    reported = pad_attributes(description, rows)
+    assert _key("binary", reported["binary"]).pad_space is False
     assert _key("utf8mb4_0900_ai_ci", reported["utf8mb4_0900_ai_ci"]).pad_space is False
     assert _key("utf8mb4_general_ci", reported["utf8mb4_general_ci"]).pad_space is True
     assert _key("utf8mb4_nopad_like_name", False).pad_space is True

@@ -1,6 +1,6 @@
-"""Preflight of the global settings that change what the binlog holds, against recorded
-server answers (MySQL's binlog_row_value_options and binlog_transaction_compression cannot
-be set on the MariaDB test server)."""
+"""Preflight of the global settings that change what the binlog holds, against the
+answers a real MySQL 9.7 and MariaDB 10.11 gave with those settings
+(``tests/data/server_answers/``, ``python -m tests.support.record_server_answers``)."""
 
 from __future__ import annotations
 
@@ -8,33 +8,7 @@ import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.preflight import PreflightError, check_binlog_contents
-
-
-class RecordedServer:
-    """Answers ``SELECT @@global.name`` from a dict; a missing name is an unknown variable."""
-
-    def __init__(self, values: dict[str, object]) -> None:
-        self.values = values
-
-    def cursor(self):
-        return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def execute(self, sql: str) -> None:
-        import pymysql
-
-        name = sql.rsplit(".", 1)[1]
-        if name not in self.values:
-            raise pymysql.err.OperationalError(1193, f"Unknown system variable '{name}'")
-        self._value = self.values[name]
-
-    def fetchone(self):
-        return (self._value,)
+from tests.support.server_answers import FLAVOURS, RecordedServer
 
 
 def _table(json_column: bool) -> TableSchema:
@@ -45,22 +19,29 @@ def _table(json_column: bool) -> TableSchema:
 
 
 def test_partial_json_with_a_captured_json_column_is_refused_with_the_fix():
-    server = RecordedServer({"binlog_row_value_options": "PARTIAL_JSON"})
+    server = RecordedServer("mysql-9.7", "binlog_row_value_options=PARTIAL_JSON")
     with pytest.raises(PreflightError, match="SET GLOBAL binlog_row_value_options=''"):
         check_binlog_contents(server, [_table(json_column=True)])
 
 
 def test_partial_json_without_json_columns_is_only_stated():
-    server = RecordedServer({"binlog_row_value_options": "PARTIAL_JSON"})
+    server = RecordedServer("mysql-9.7", "binlog_row_value_options=PARTIAL_JSON")
     notes = check_binlog_contents(server, [_table(json_column=False)])
     assert notes and "changes nothing captured" in notes[0]
 
 
-def test_compression_settings_are_stated_as_decoded():
-    server = RecordedServer({"binlog_transaction_compression": 1, "log_bin_compress": "ON"})
-    notes = check_binlog_contents(server, [_table(json_column=False)])
-    assert any("zlib" in n for n in notes) and any("zstd" in n for n in notes)
+@pytest.mark.parametrize(
+    ("flavour", "setting", "says"),
+    [
+        ("mysql-9.7", "binlog_transaction_compression=ON", "zstd"),
+        ("mariadb-10.11", "log_bin_compress=ON", "zlib"),
+    ],
+)
+def test_compression_settings_are_stated_as_decoded(flavour, setting, says):
+    notes = check_binlog_contents(RecordedServer(flavour, setting), [_table(json_column=False)])
+    assert len(notes) == 1 and says in notes[0]
 
 
-def test_a_server_without_these_settings_needs_no_note():
-    assert check_binlog_contents(RecordedServer({}), [_table(json_column=True)]) == []
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_server_as_started_needs_no_note(flavour):
+    assert check_binlog_contents(RecordedServer(flavour), [_table(json_column=True)]) == []
