@@ -4,6 +4,7 @@ hand-built event sequences."""
 
 from __future__ import annotations
 
+import math
 import struct
 
 import pytest
@@ -18,6 +19,7 @@ from coordinator.startup import (
     last_file_before,
     scan_to_time,
 )
+from tests.support.server_answers import FLAVOURS, load
 
 BASE = {
     "hostname": "db.example.com",
@@ -137,20 +139,10 @@ def test_malformed_gtid_sets_are_refused(text):
         gtid_flavor(text)
 
 
-# First event times (ms) of binlog files, recorded from SHOW BINARY LOGS + a dump of each
-# file's start on the test MariaDB: several files opened in one second (FLUSH BINARY
-# LOGS in a row), and the newest file with its first event only.
-RECORDED = [
-    1795550823000,
-    1795550823000,
-    1795550900000,
-    1795550908000,
-    1795550908000,
-    1795550909000,
-    1795550911000,
-    1795551200000,
-    1795554000000,
-]
+# First event times (ms) of binlog files as real servers wrote them
+# (tests/data/server_answers/, python -m tests.support.record_server_answers): files
+# opened by FLUSH BINARY LOGS in bursts, several in one second, others seconds apart.
+RECORDED = {flavour: load(flavour)["binary logs"]["first_event_ms"] for flavour in FLAVOURS}
 
 
 class Probes:
@@ -163,27 +155,26 @@ class Probes:
         return self.times[index]
 
 
-@pytest.mark.parametrize(
-    ("target", "expected"),
-    [
-        (1795550823000, -1),  # the oldest file starts at it: earlier changes may be purged
-        (1, -1),
-        (1795550823001, 1),  # the last of the files opened in that second
-        (1795550900000, 1),
-        (1795550908500, 4),
-        (1795550909000, 4),
-        (1795550909001, 5),
-        (1795554000000, 7),
-        (1795554000001, 8),
-        (2**62, 8),
-    ],
-)
-def test_binary_search_finds_the_last_file_starting_before_the_time(target, expected):
-    probes = Probes(RECORDED)
-    assert last_file_before(len(RECORDED), probes, target) == expected
-    assert len(probes.calls) <= 5  # 1 + ceil(log2(9)), not one probe per file
-    brute = max((i for i, t in enumerate(RECORDED) if t < target), default=-1)
-    assert expected == brute
+def _targets(times: list[int]) -> list[int]:
+    """Each file's time, a millisecond before and after it, and the far ends."""
+    return sorted({1, 2**62, *(t + d for t in times for d in (-1, 0, 1, 500))})
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_binary_search_finds_the_last_file_starting_before_the_time(flavour):
+    times = RECORDED[flavour]
+    assert len(set(times)) < len(times)  # some files share their first second
+    for target in _targets(times):
+        probes = Probes(times)
+        found = last_file_before(len(times), probes, target)
+        assert found == max((i for i, t in enumerate(times) if t < target), default=-1)
+        assert len(probes.calls) <= 1 + math.ceil(math.log2(len(times)))
+    # the oldest file starts at the time: earlier changes may be purged
+    assert last_file_before(len(times), Probes(times), times[0]) == -1
+    # a time just after a second several files opened in: the last of them
+    shared = next(t for t in times if times.count(t) > 1)
+    last = len(times) - 1 - times[::-1].index(shared)
+    assert last_file_before(len(times), Probes(times), shared + 1) == last
 
 
 def test_binary_search_reads_log_n_of_many_files():
