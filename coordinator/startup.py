@@ -400,7 +400,7 @@ def resolve(
     (:func:`cdc_source.binlog.gtid_scan.executed_before_binlog`), part of every
     position's GTID state."""
     position = _resolve(mode, point, open_dump, files, flavor, gtids, now_ms, before)
-    if not (before and position.gtids):
+    if not (before and gtids):
         return position
     state = parse_state(position.gtids, flavor)
     if isinstance(state, GtidSet):

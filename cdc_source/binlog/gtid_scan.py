@@ -178,7 +178,9 @@ def locate(
         for event in events:
             gtid = event_gtid(state, event)
             if gtid is not None and not _has(target, gtid):
-                if state.text() != target.text():
+                if state.text() != target.text() and not _before_binlog(
+                    state, target, earlier, gtid, events
+                ):
                     where = (
                         f"before its transaction {_text(gtid)} at {event.file}:{event.start_pos}"
                     )
@@ -188,19 +190,57 @@ def locate(
             last_end = (event.file, event.end_pos)
     finally:
         close()
-    if last_end is not None and state.text() == target.text():
+    if last_end is not None and (
+        state.text() == target.text() or _before_binlog(state, target, earlier, None, ())
+    ):
         return last_end
     raise _lacking(state, target, "up to the end of its binlog", at_end=True)
 
 
+def _before_binlog(
+    state: GtidState, target: GtidState, earlier: GtidState, current: tuple | None, rest
+) -> bool:
+    """MariaDB: whether the state the binlog gives at a point (``state``, before the
+    transaction ``current``, ``rest`` the events after it) is ``target`` once what the
+    server executed before its binlog is counted. A replica built from a dump logs its
+    first transaction of a domain after the dump's, so a domain its binlog has not named
+    yet is at ``target``'s GTID exactly when its first logged transaction is the next
+    one in strict order (seq + 1), or, where it logs none, when ``earlier``
+    (``gtid_slave_pos``) is at it."""
+    if not isinstance(target, MariaGtidPos) or not isinstance(earlier, MariaGtidPos):
+        return False
+    lacking = {
+        domain: seq
+        for domain, (server, seq) in target.domains.items()
+        if state.domains.get(domain) != (server, seq)
+    }
+    if any(domain in state.domains for domain in lacking) or set(state.domains) - set(
+        target.domains
+    ):
+        return False  # a domain the binlog names at another GTID: not the same history
+    first: dict[int, int] = {}  # the first GTID the binlog logs from here, by domain
+    if current is not None:
+        first[current[0]] = current[2]
+    for event in rest:
+        if lacking.keys() <= first.keys():
+            break
+        gtid = event_gtid(state, event)
+        if gtid is not None:
+            first.setdefault(gtid[0], gtid[2])
+    return all(
+        first[domain] == seq + 1
+        if domain in first
+        else earlier.domains.get(domain, (0, -1))[1] == seq
+        for domain, seq in lacking.items()
+    )
+
+
 def _include(state: GtidState, earlier: GtidState) -> None:
-    """``earlier`` (the GTIDs executed before the oldest binlog file) added to ``state``."""
+    """``earlier`` (MySQL: the GTIDs executed before the oldest binlog file) added to
+    ``state``. MariaDB's ``earlier`` moves on with replication: it is weighed per domain
+    where the binlog's own state falls short (:func:`_before_binlog`)."""
     if isinstance(state, GtidSet) and isinstance(earlier, GtidSet):
         state.update(earlier)
-    elif isinstance(state, MariaGtidPos) and isinstance(earlier, MariaGtidPos):
-        for domain, (server, seq) in earlier.domains.items():
-            if state.domains.get(domain, (0, 0))[1] < seq:
-                state.add(domain, server, seq)
 
 
 def _lacking(
@@ -223,20 +263,20 @@ def _lacking(
 
 
 def executed_before_binlog(conn, flavor: str) -> str:
-    """What the server executed before its oldest binlog file and none of its files'
-    starting states names: MySQL's ``@@gtid_purged`` (the purged files' transactions,
-    which the oldest file's PREVIOUS_GTIDS names too, and those of a server built from
-    a dump or a clone, set by ``SET GLOBAL gtid_purged``, which MySQL writes into no
-    file's PREVIOUS_GTIDS). Empty on MariaDB: its state at a position is the last GTID of
-    each domain, which the binlog's own events give from the first transaction a
-    replica logs on (a replica built from a dump has the dump's in ``gtid_slave_pos``,
-    which also moves with every later transaction it applies, so it says nothing of a
-    position; only a position exactly at the dump, or in a domain written only before
-    it, is then not found)."""
-    if flavor == "mariadb":
-        return ""
+    """What the server executed that none of its binlog files' starting states names.
+
+    MySQL: ``@@gtid_purged``, the transactions executed before its oldest binlog file:
+    those of purged files (which the oldest file's PREVIOUS_GTIDS names too) and those
+    of a server built from a dump or a clone, set by ``SET GLOBAL gtid_purged``, which
+    MySQL writes into no file's PREVIOUS_GTIDS. Part of every position's state.
+
+    MariaDB: ``@@gtid_slave_pos``, the last GTID of each domain the server applied as a
+    replica. It moves on with every transaction replicated since, so it is not the state
+    before the binlog; it tells only, for a domain the binlog never names, how far the
+    server got before it (a replica built from a dump, ``SET GLOBAL gtid_slave_pos``)."""
+    variable = "gtid_slave_pos" if flavor == "mariadb" else "gtid_purged"
     with conn.cursor() as cur:
-        cur.execute("SELECT @@global.gtid_purged")
+        cur.execute(f"SELECT @@global.{variable}")
         (value,) = cur.fetchone()
     text = value.decode() if isinstance(value, (bytes, bytearray)) else str(value or "")
     return "".join(text.split())

@@ -204,3 +204,104 @@ def test_a_replica_lacking_transactions_the_query_read_is_refused_naming_them(
         f"\nrefusal ({pair.flavour}, replica built by {pair.built}) {refused:.1f} s after the "
         f"switch; the replica had {replicated}: {lacking}"
     )
+
+
+# -- a fail-over inside each step of the driver ------------------------------------------
+
+STEPS = ("head", "xa", "gtids", "statements", "batch_ends", "startup")
+
+
+def _seed_small(primary) -> None:
+    primary.fresh_database("midstep")
+    primary.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database="midstep")
+    primary.execute("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)", database="midstep")
+
+
+@pytest.fixture(scope="module", params=["replication", "dump"])
+def steady_pair(request):
+    """A pair nobody kills: the proxy in front of it is switched from one to the other."""
+    with ReplicatedPair(built=request.param, seed=_seed_small) as started:
+        yield started
+
+
+def _armed(monkeypatch, owner, name: str, proxy: SwitchingProxy, port: int) -> list[str]:
+    """``owner.name`` switches ``proxy`` to ``port`` when it is first called, before it
+    does anything: the step meets the new server at its first round trip."""
+    original = getattr(owner, name)
+    hits: list[str] = []
+
+    def switching(*args, **kwargs):
+        if not hits:
+            hits.append(name)
+            proxy.switch(port)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, switching)
+    return hits
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, monkeypatch, step):
+    """Each step that reads the binlog (the head, the XA watermark, the GTID tracker, the
+    statement scan, the batch ends, the start's resolution) meets the new server at its
+    first round trip; the batch is planned on the new server from the offset found there
+    by its GTID state, never by asking it for the old server's file names."""
+    from cdc_source.datasource import discover
+    from cdc_source.gtid import parse_state
+    from cdc_source.offsets import SourceOffset
+    from cdc_source.options import parse_options
+    from coordinator import startup
+    from coordinator.batch_end import BatchEnds
+    from coordinator.ddl_scan import DdlScan
+    from coordinator.driver import QueryDriver
+    from coordinator.gtid_tracker import GtidTracker
+    from coordinator.xa_watermark import XaWatermark
+
+    pair = steady_pair
+    flavor = "mariadb" if pair.mariadb else "mysql"
+    with SwitchingProxy(pair.primary.info.port) as proxy:
+        extra = {"scan.snapshot.chunks-per-batch": "100"}
+        if step == "batch_ends":  # a limit the batch end is counted to, in its own pass
+            extra["scan.binlog.max-rows-per-batch"] = "5"
+        if step == "startup":
+            extra["scan.startup.mode"] = "earliest-offset"
+        options = parse_options(pair.source_options("midstep", r"midstep\.t", proxy=proxy, **extra))
+        driver = QueryDriver(options, discover(options))
+        try:
+            identity = driver.server_identity()
+            offset = SourceOffset(None, None, driver.fingerprint)
+            if step != "startup":
+                offset = SourceOffset(None, driver.planner.initial_cursor(), driver.fingerprint)
+                while offset.snapshot is not None or offset.binlog is None:
+                    offset = driver.latest(offset)
+                for i in range(10):
+                    pair.primary.execute(
+                        f"INSERT INTO t VALUES ({100 + i}, {i}) ON DUPLICATE KEY UPDATE v = v + 1",
+                        database="midstep",
+                    )
+            pair.wait_caught_up()
+            port = pair.replica.info.port
+            owner, name = {
+                "head": (QueryDriver, "_head"),
+                "xa": (XaWatermark, "at"),
+                "gtids": (GtidTracker, "at"),
+                "statements": (DdlScan, "riding"),
+                "batch_ends": (BatchEnds, "end_with"),
+                "startup": (startup, "resolve"),
+            }[step]
+            hits = _armed(monkeypatch, owner, name, proxy, port)
+            end = driver.latest(offset)
+            tasks = driver.tasks(offset, end)
+        finally:
+            driver.close()
+    assert hits == [name], f"the step {step} did not run"
+    assert end.server != identity and end.server == driver.server_identity()
+    assert end.binlog.file.startswith("replica-bin.")
+    assert end.binlog.epoch == (0 if step == "startup" else 1)
+    assert tasks or step == "startup"
+    state = parse_state(end.binlog.gtids, flavor)
+    if step != "startup":
+        assert state.contains(parse_state(offset.binlog.gtids, flavor))
+    # the end's state is the one the replica itself has at that position
+    tracker = GtidTracker(lambda: pair.replica.admin(), 4_000_000_003, flavor)
+    assert tracker.state_from_file(end.binlog) == end.binlog.gtids

@@ -98,6 +98,31 @@ def test_a_replica_built_from_a_dump_is_found_with_what_it_executed_before_its_b
         locate(new.open, new.names, f"{U1}:1-3", "mysql", f"{U1}:1-4")
 
 
+def test_a_mariadb_replica_built_from_a_dump_is_found_at_the_dump_itself():
+    # gtid_slave_pos was set to 0-1-4,1-1-9 by the dump; the replica logged 0-1-5 on.
+    new = BinlogFile("replica-bin.000001")
+    new.add(c.MARIADB_GTID_LIST, mariadb_gtid_list_body([]))
+    ends = {}
+    for seq in (5, 6):
+        new.add(c.MARIADB_GTID, mariadb_gtid_body(seq), server_id=1)
+        ends[seq] = new.add(c.XID, xid_body(seq))
+    server = Server([new])
+    slave_pos = "0-1-6,1-1-9"  # moved on with replication in domain 0
+    at_dump = locate(server.open, server.names, "0-1-4,1-1-9", "mariadb", slave_pos)
+    assert at_dump[0] == new.name and at_dump[1] < ends[5]
+    assert locate(server.open, server.names, "0-1-5,1-1-9", "mariadb", slave_pos) == (
+        new.name,
+        ends[5],
+    )
+    assert locate(server.open, server.names, "0-1-6,1-1-9", "mariadb", slave_pos) == (
+        new.name,
+        ends[6],
+    )
+    for before_the_dump in ("0-1-3,1-1-9", "0-1-4,1-1-8"):
+        with pytest.raises(GtidLocateError, match="lacks transactions"):
+            locate(server.open, server.names, before_the_dump, "mariadb", slave_pos)
+
+
 def test_the_refusal_names_the_transactions_the_new_server_lacks():
     # The replica missed U1:6-7 (asynchronous replication) and, promoted, wrote its own.
     first, _ = _mysql_file("replica-bin.000001", {}, [(U1, n) for n in range(1, 6)] + [(U2, 1)])
