@@ -146,6 +146,34 @@ class EmbeddedServer:
             raise
         return self.info
 
+    def _common_args(self, *, binlog_extra: list[str], no_binlog: list[str]) -> list[str]:
+        """The options both flavours run with: the throwaway paths and port, server id 1,
+        the binlog as CDC needs it (``binlog_extra`` added, ``no_binlog`` instead of it
+        where ``binlog`` is off), and small, fast durability settings."""
+        binlog = [
+            f"--log-bin={self.datadir / 'binlog'}",
+            "--binlog-format=ROW",  # the default on MySQL, deprecated there: said for MariaDB
+            "--binlog-row-image=FULL",
+            "--binlog-row-metadata=FULL",
+            *binlog_extra,
+        ]
+        return [
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.base_dir / 'mysqld.pid'}",
+            f"--log-error={self.base_dir / 'error.log'}",
+            f"--tmpdir={self._tmpdir()}",
+            "--server-id=1",
+            *(binlog if self.binlog else no_binlog),
+            f"--innodb-buffer-pool-size={self.buffer_pool}",
+            "--innodb-flush-log-at-trx-commit=2",
+            "--sync-binlog=0",
+            "--skip-name-resolve",
+            "--max-connections=500",
+        ]
+
     def _mariadb_install_and_args(self) -> list[str]:
         install = [
             self.install_bin,
@@ -162,29 +190,7 @@ class EmbeddedServer:
         return [
             self.server_bin,
             "--no-defaults",
-            f"--datadir={self.datadir}",
-            f"--socket={self.socket}",
-            f"--port={self.port}",
-            "--bind-address=127.0.0.1",
-            f"--pid-file={self.base_dir / 'mysqld.pid'}",
-            f"--log-error={self.base_dir / 'error.log'}",
-            f"--tmpdir={self._tmpdir()}",
-            "--server-id=1",
-            *(
-                [
-                    f"--log-bin={self.datadir / 'binlog'}",
-                    "--binlog-format=ROW",
-                    "--binlog-row-image=FULL",
-                    "--binlog-row-metadata=FULL",
-                ]
-                if self.binlog
-                else []
-            ),
-            f"--innodb-buffer-pool-size={self.buffer_pool}",
-            "--innodb-flush-log-at-trx-commit=2",
-            "--sync-binlog=0",
-            "--skip-name-resolve",
-            "--max-connections=500",
+            *self._common_args(binlog_extra=[], no_binlog=[]),
             *self.extra_args,
             *self._run_as_root_args(),
         ]
@@ -217,31 +223,10 @@ class EmbeddedServer:
             *mysql.mysqld(),
             "--no-defaults",
             *mysql.server_paths_args(),
-            f"--datadir={self.datadir}",
-            f"--socket={self.socket}",
-            f"--port={self.port}",
-            "--bind-address=127.0.0.1",
-            f"--pid-file={self.base_dir / 'mysqld.pid'}",
-            f"--log-error={self.base_dir / 'error.log'}",
-            f"--tmpdir={self._tmpdir()}",
-            "--server-id=1",
-            *(
-                [
-                    f"--log-bin={self.datadir / 'binlog'}",
-                    "--binlog-format=ROW",  # the default, deprecated: said for the reader
-                    "--binlog-row-image=FULL",
-                    "--binlog-row-metadata=FULL",
-                    "--gtid-mode=ON",
-                    "--enforce-gtid-consistency=ON",
-                ]
-                if self.binlog
-                else ["--skip-log-bin"]  # on by default in MySQL
+            *self._common_args(
+                binlog_extra=["--gtid-mode=ON", "--enforce-gtid-consistency=ON"],
+                no_binlog=["--skip-log-bin"],  # on by default in MySQL
             ),
-            f"--innodb-buffer-pool-size={self.buffer_pool}",
-            "--innodb-flush-log-at-trx-commit=2",
-            "--sync-binlog=0",
-            "--skip-name-resolve",
-            "--max-connections=500",
             "--mysqlx=OFF",
             "--secure-file-priv=",  # unset, mysqld aborts: its compiled-in directory is absent
             # As MariaDB here, TLS only with certificates given (--ssl-cert...): MySQL would
