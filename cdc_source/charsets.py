@@ -12,6 +12,8 @@ server would show ``?``) is refused, naming it: never replaced."""
 
 from __future__ import annotations
 
+import functools
+
 from cdc_source.refusals import ValueRefusedError
 
 UTF8 = frozenset({"utf8mb4", "utf8mb3", "utf8"})
@@ -88,6 +90,13 @@ def read_byte_tables(cur, charsets: set[str]) -> dict[str, str]:
             for byte, char in enumerate(converted)
         )
     return tables
+
+
+@functools.lru_cache(maxsize=256)
+def text_decoder(column: str, charset: str, byte_table: str | None) -> TextDecoder:
+    """The decoder of one column, built once (its translation table costs 256 entries),
+    not once per value or per fetch."""
+    return TextDecoder(column, charset, byte_table)
 
 
 def _text(value) -> str:

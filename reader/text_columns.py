@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from pymysql import converters
 
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec
-from cdc_source.charsets import TextDecoder, is_utf8
+from cdc_source.charsets import is_utf8, text_decoder
 from cdc_source.types import SPARK_MAX_DECIMAL, canonical_value
 from reader.value_checks import boolean_column, decoded_text
 
@@ -49,7 +49,7 @@ def text_to_python(column: ColumnSpec, raw: Any) -> Any:
     if t == "time":
         return converters.convert_timedelta(_text(raw))
     if t in STRING_TYPES and not is_utf8(column.charset):
-        return TextDecoder(column.name, column.charset or "", column.byte_table)(bytes(raw))
+        return text_decoder(column.name, column.charset or "", column.byte_table)(bytes(raw))
     return _text(raw)
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_source.catalog import ColumnSpec
-from cdc_source.charsets import TextDecoder, is_utf8
+from cdc_source.charsets import is_utf8, text_decoder
 from cdc_source.refusals import boolean_refusal
 
 
@@ -29,5 +29,5 @@ def decoded_text(spec: ColumnSpec, stored: pa.Array) -> pa.Array:
     character set decoded as the server decodes it (:mod:`cdc_source.charsets`)."""
     if is_utf8(spec.charset):
         return stored.cast(pa.string())
-    decode = TextDecoder(spec.name, spec.charset or "", spec.byte_table)
+    decode = text_decoder(spec.name, spec.charset or "", spec.byte_table)
     return pa.array([None if v is None else decode(v) for v in stored.to_pylist()], pa.string())
