@@ -32,6 +32,7 @@ from cdc_source import tls
 from cdc_source.embedded_server import EmbeddedServer
 from tests.support.certs import make_tls_files, server_args
 from tests.support.mysql_dist import ensure
+from tests.support.server_answers import ALL_PAD_ATTRIBUTES, COLLATIONS_DISCOVERY
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "data" / "server_answers"
@@ -48,18 +49,6 @@ VARIABLES = (
     "binlog_expire_logs_seconds",
     "expire_logs_days",
 )
-# The collations the key-order tests name, each flavour's own and the other's.
-COLLATIONS = (
-    "utf8mb4_0900_ai_ci",
-    "utf8mb4_0900_bin",
-    "utf8mb4_bin",
-    "utf8mb4_general_ci",
-    "utf8mb4_nopad_bin",
-    "utf8mb4_unicode_nopad_ci",
-    "utf8mb4_uca1400_ai_ci",
-    "utf8mb4_uca1400_nopad_ai_ci",
-)
-COLLATIONS_SQL = "SELECT * FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN ({})"
 QUERIES = (
     "SELECT VERSION(), @@version_comment",
     "SELECT VERSION()",
@@ -68,8 +57,8 @@ QUERIES = (
     "SHOW BINARY LOG STATUS",
     "SHOW MASTER STATUS",
     "CALL mysql.rds_show_configuration",
-    COLLATIONS_SQL.format(", ".join(f"'{name}'" for name in COLLATIONS)),
-    "SELECT COLLATION_NAME, PAD_ATTRIBUTE FROM information_schema.COLLATIONS",
+    COLLATIONS_DISCOVERY,
+    ALL_PAD_ATTRIBUTES,
 )
 # Settings under which the queries are asked again: (name, flavour, statements).
 SETTINGS = (

@@ -11,6 +11,23 @@ from pathlib import Path
 
 import pymysql
 
+from cdc_source.catalog import _COLLATIONS_SQL
+
+# The collations the key-order tests name, each flavour's own and the other's, and the
+# two collation queries recorded (the discovery's, and every collation's pad attribute).
+PAD_COLLATIONS = (
+    "utf8mb4_0900_ai_ci",
+    "utf8mb4_0900_bin",
+    "utf8mb4_bin",
+    "utf8mb4_general_ci",
+    "utf8mb4_nopad_bin",
+    "utf8mb4_unicode_nopad_ci",
+    "utf8mb4_uca1400_ai_ci",
+    "utf8mb4_uca1400_nopad_ai_ci",
+)
+COLLATIONS_DISCOVERY = _COLLATIONS_SQL.format(", ".join(f"'{name}'" for name in PAD_COLLATIONS))
+ALL_PAD_ATTRIBUTES = "SELECT COLLATION_NAME, PAD_ATTRIBUTE FROM information_schema.COLLATIONS"
+
 DIRECTORY = Path(__file__).resolve().parents[1] / "data" / "server_answers"
 FLAVOURS = ("mariadb-10.11", "mysql-9.7")
 

@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_source.catalog import _COLLATIONS_SQL, ColumnSpec, pad_attributes, pad_space_by_name
+from cdc_source.catalog import ColumnSpec, pad_attributes, pad_space_by_name
 from cdc_source.keys import weight_sql
-from tests.support.server_answers import RecordedServer
+from tests.support.server_answers import (
+    ALL_PAD_ATTRIBUTES,
+    COLLATIONS_DISCOVERY,
+    PAD_COLLATIONS,
+    RecordedServer,
+)
 
 # The discovery's query as the recorded servers answered it (MySQL 9.7 has the column as
 # the seventh, as 8.0 does; MariaDB 10.11 has none: it arrives in 12.1), and MySQL's
 # attribute of every collation it has.
-NAMES = (
-    "utf8mb4_0900_ai_ci",
-    "utf8mb4_0900_bin",
-    "utf8mb4_bin",
-    "utf8mb4_general_ci",
-    "utf8mb4_nopad_bin",
-    "utf8mb4_unicode_nopad_ci",
-    "utf8mb4_uca1400_ai_ci",
-    "utf8mb4_uca1400_nopad_ai_ci",
-)
-DISCOVERY = _COLLATIONS_SQL.format(", ".join(f"'{name}'" for name in NAMES))
-ALL_MYSQL = "SELECT COLLATION_NAME, PAD_ATTRIBUTE FROM information_schema.COLLATIONS"
+NAMES = PAD_COLLATIONS
+DISCOVERY = COLLATIONS_DISCOVERY
+ALL_MYSQL = ALL_PAD_ATTRIBUTES
 
 
 def _answer(flavour: str, query: str = DISCOVERY) -> tuple[tuple, list[tuple]]:
