@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 import pymysql
 
 from cdc_source.embedded_server import ConnectionInfo, EmbeddedServer
+from cdc_source.gtid import GtidSet
 from cdc_source.mysql_client import read_head
 
 TEST_URL_ENV = "CDC_MYSQL_TEST_URL"
@@ -120,6 +121,13 @@ class TestServer:
         ``gtid_executed`` on MySQL (a GTID set)."""
         variable = "gtid_binlog_pos" if self.is_mariadb else "gtid_executed"
         return self.query(f"SELECT @@global.{variable}")[0][0]
+
+    def last_own_gtid(self) -> tuple[str, int]:
+        """MySQL: the server's UUID and the number of its last untagged GTID. Other UUIDs'
+        sets may stand beside it in ``gtid_executed`` (tests share a server)."""
+        uuid = self.query("SELECT @@global.server_uuid")[0][0]
+        own = GtidSet.parse(self.gtid_state()).intervals[(uuid, "")]
+        return uuid, own[-1][1]
 
     def admin(self, database: str | None = None) -> pymysql.Connection:
         return self.info.admin_connect(database, charset="utf8mb4")

@@ -502,9 +502,8 @@ def test_purged_and_future_gtid_sets_and_times_are_clear_errors(server):
         domain, server_id, seq = gtids.split(",")[0].split("-")
         purged, future = f"{domain}-{server_id}-1", f"{domain}-{server_id}-{int(seq) + 100}"
         other_flavour = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
-    else:  # a set: uuid:1-N, from one server here
-        uuid, _, interval = gtids.partition(":")
-        last_seq = int(interval.rsplit("-", 1)[-1])
+    else:  # a set, holding the server's own uuid:1-N
+        uuid, last_seq = server.last_own_gtid()
         purged, future = f"{uuid}:1", f"{uuid}:1-{last_seq + 100}"
         other_flavour = "0-1-5"
     option = "scan.startup.specific-offset.gtid-set"
