@@ -1,5 +1,8 @@
-"""The optional native code, two extensions:
+"""The optional native code, three extensions:
 
+- ``cdc_source.binlog._framing``: the dump stream split into events and a rows event's
+  rows counted, for the driver and the executors. Needs a C compiler and Python's
+  headers. Without it the Python twins in cdc_source/binlog give the same events.
 - ``reader._rowdecoder``: the binlog row decoder. Needs a C compiler and Python's headers.
   Without it the pure-Python decoder (reader/row_decoder_py.py) gives the same output.
 - ``reader._textscan``: the snapshot's columnar reader over mysqlclient's connection. Also
@@ -70,10 +73,15 @@ def _client_library_flags() -> tuple[list[str], list[str]] | None:
 def _extensions() -> list[Extension]:
     extensions = [
         Extension(
+            "cdc_source.binlog._framing",
+            sources=["cdc_source/binlog/_framing.c"],
+            extra_compile_args=WARNINGS,
+        ),
+        Extension(
             "reader._rowdecoder",
             sources=["reader/_rowdecoder.c"],
             extra_compile_args=WARNINGS,
-        )
+        ),
     ]
     client = _client_library_flags()
     if client is None:

@@ -113,11 +113,9 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
     s, e = BinlogPosition(*start), BinlogPosition(*end)
     began = time.perf_counter()
     if decode_only:
-        from reader.row_decoding import native_splitter
-
         # framed as a binlog task frames it (in C where built): the Python framing alone
         # made this case slower than the whole task it is a part of
-        source = DumpSource(lambda: connect(kwargs), 6201, native_splitter("auto"))
+        source = DumpSource(lambda: connect(kwargs), 6201, "auto")
         rows = sum(b.num_rows for b in RangeReader(source, s, e, {tables[0].name}).blocks())
         name = "decode only, no Spark"
     else:

@@ -157,14 +157,13 @@ class CdcSnapshotReader(DataSourceReader):
 
 
 def _query_driver(options: SourceOptions, tables: Iterable[TableSchema]) -> QueryDriver:
-    """The driver side of a query, with the reader's native event splitter and row
-    counter for its passes over the binlog where the query's decoder is native (the
-    coordinator never imports the reader: they are handed in here)."""
+    """The driver side of a query (imported here only: executors never load it). A
+    ``scan.binlog.decoder=native`` that the driver cannot honour is refused first."""
     from coordinator.driver import QueryDriver
-    from reader.row_decoding import native_row_counter, native_splitter
+    from reader.row_decoding import decoder_name
 
-    decoder = options.binlog_decoder
-    return QueryDriver(options, list(tables), native_splitter(decoder), native_row_counter(decoder))
+    decoder_name(options.binlog_decoder)
+    return QueryDriver(options, list(tables))
 
 
 def _shape(schema: StructType) -> list[tuple[str, str]]:

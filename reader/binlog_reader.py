@@ -31,7 +31,6 @@ from reader.binlog_columns import ImageColumns
 from reader.binlog_range import ChangeBlock, RangeReader, TableReset
 from reader.frontier import DELETE, INSERT, UPDATE
 from reader.key_weights import WeightResolver
-from reader.row_decoding import native_splitter
 from reader.schema_drift import event_schema, server_charsets
 from reader.table_follow import ALL, Partial, TableFollow
 
@@ -78,7 +77,7 @@ class BinlogReader:
                 DumpSource(
                     lambda: self.connect(self.connection_kwargs),
                     self.task.server_id,
-                    native_splitter(self.task.decoder),
+                    self.task.decoder,
                     self.policy,  # a dump cut mid-range resumes at the next event
                     self.task.server,
                 ),

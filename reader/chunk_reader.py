@@ -46,7 +46,6 @@ from reader.normalize import (
     undo_overrides,
     untouched_rows,
 )
-from reader.row_decoding import native_splitter
 from reader.schema_drift import SchemaChangedError, server_charsets, shape_changes
 from reader.snapshot_connection import SnapshotConnection, open_snapshot_connection
 from reader.table_follow import ALL, TableFollow
@@ -306,7 +305,7 @@ class ChunkReader:
             DumpSource(
                 lambda: self.connect(self.connection_kwargs),
                 self.task.server_id,
-                native_splitter(self.task.decoder),
+                self.task.decoder,
                 self.policy,
                 self.task.server,
             ),

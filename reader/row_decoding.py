@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from cdc_source.binlog.framing import FORCE_PYTHON_ENV
 from cdc_source.binlog.row_plan import arrow_type
 from reader import row_decoder_py
-
-FORCE_PYTHON_ENV = "CDC_MYSQL_PURE_PYTHON_DECODER"
 
 try:
     from reader import _rowdecoder
@@ -113,14 +112,3 @@ def _column(parts: tuple, arrow_type: pa.DataType, rows: int) -> pa.Array:
     buffers.append(pa.py_buffer(values))
     array = pa.Array.from_buffers(arrow_type, rows, buffers)
     return array
-
-
-def native_splitter(decoder: str | None = "auto"):
-    """The C packet/event splitter when the native decoder runs, else None (Python)."""
-    return _rowdecoder.split_events if decoder_name(decoder) == "native" else None
-
-
-def native_row_counter(decoder: str | None = "auto"):
-    """The C row counter (:mod:`cdc_source.binlog.row_count`) when the native decoder
-    runs, else None (Python)."""
-    return _rowdecoder.count_rows if decoder_name(decoder) == "native" else None

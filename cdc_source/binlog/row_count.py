@@ -2,16 +2,15 @@
 decoding a value: the driver sizes stream batches by row changes.
 
 The walk is per column of every row, so in Python it cost the driver more than the tasks
-spent reading the same range (1M rows in 1,000-row transactions: about 6 s). The reader's
-extension has its twin (``count_rows`` in ``reader/_rowdecoder.c``), which the driver is
-handed where the query's decoder is native: :class:`RowCounter` uses either."""
+spent reading the same range (1M rows in 1,000-row transactions: about 6 s). Its C twin
+is ``count_rows`` of :mod:`cdc_source.binlog.framing`; :class:`RowCounter` uses either."""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 from cdc_source.binlog import constants as c
+from cdc_source.binlog import framing
 from cdc_source.binlog.row_plan import (
     K_BIT,
     K_DATE,
@@ -69,11 +68,12 @@ def packed_sizes(sizes: tuple[tuple[int, int], ...]) -> bytes:
 
 
 class RowCounter:
-    """Counts the rows of rows events, in C with ``native`` (the extension's
-    ``count_rows``), else in Python; a table map's sizes are worked out once."""
+    """Counts the rows of rows events, in C or in Python as ``decoder``
+    (``scan.binlog.decoder``) chooses (:func:`framing.row_counter`); a table map's sizes
+    are worked out once."""
 
-    def __init__(self, native: Callable[..., int] | None = None) -> None:
-        self.native = native
+    def __init__(self, decoder: str | None = "auto") -> None:
+        self.native = framing.row_counter(decoder)
         self._sizes: dict[int, tuple[TableMap, tuple, bytes, int]] = {}  # by id() of a map
 
     def count(self, rows: RowsEvent, table_map: TableMap) -> int:

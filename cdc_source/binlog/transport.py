@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from cdc_source.binlog import framing
 from cdc_source.mysql_client import SameServer, binary_logs
 from cdc_source.retry import TRANSIENT_CODES, RetryPolicy, resumed
 
@@ -159,8 +160,8 @@ Connect = Callable[[], object]
 
 class DumpSource:
     """Opens binlog dumps: each :meth:`open` is one replication stream reading from
-    ``file:pos``. ``splitter`` is the native packet/event splitter where the caller has
-    it (``reader._rowdecoder.split_events``); without it the events are split in Python.
+    ``file:pos``. ``decoder`` (``scan.binlog.decoder``) chooses whether the stream is
+    split into events in C or in Python (:mod:`cdc_source.binlog.framing`).
 
     With a ``policy`` a stream survives a lost connection or a server restart: a new dump
     starts where the last event handed to the caller ends (the event reader knows that
@@ -171,13 +172,13 @@ class DumpSource:
         self,
         connect: Connect,
         server_id: int,
-        splitter=None,
+        decoder: str | None = "auto",
         policy: RetryPolicy | None = None,
         server: str = "",
     ) -> None:
         self.connect = connect
         self.server_id = server_id
-        self.splitter = splitter
+        self.splitter = framing.splitter(decoder)
         self.policy = policy or RetryPolicy(max_retries=0)
         self.server = server  # the identity the positions belong to ('' : the first seen)
 

@@ -15,15 +15,10 @@ import numpy  # noqa: F401  (imported uninstrumented: only the project's code is
 import pyarrow  # noqa: F401
 
 with atheris.instrument_imports(include=["cdc_source", "reader"]):
-    from cdc_source.binlog import events, row_plan
+    from cdc_source.binlog import events, framing, row_plan
     from cdc_source.binlog.wire import MalformedEventError
     from reader import json_binary
-    from reader.row_decoding import (
-        RowSink,
-        native_available,
-        native_row_counter,
-        native_splitter,
-    )
+    from reader.row_decoding import RowSink, native_available
 
 KINDS = (
     row_plan.K_SINT,
@@ -45,8 +40,8 @@ KINDS = (
     row_plan.K_TIME,
 )
 DECODER = "native" if native_available() else "python"
-SPLITTER = native_splitter(DECODER)
-COUNTER = native_row_counter(DECODER)
+SPLITTER = framing.splitter()
+COUNTER = framing.row_counter()
 
 
 def _plan(fdp: atheris.FuzzedDataProvider) -> tuple:

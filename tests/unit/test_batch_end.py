@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_source.binlog import constants as c
+from cdc_source.binlog import framing
 from cdc_source.binlog.row_count import RowCounter, count_rows, value_sizes
 from cdc_source.binlog.row_plan import table_plan
 from cdc_source.binlog.rows_event import RowsEvent
@@ -22,12 +23,10 @@ from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.offsets import BinlogPosition
 from coordinator.batch_end import BatchEnds, StreamLimit
 from reader.row_decoder_py import PyRowSink
-from reader.row_decoding import native_row_counter
 from tests.support import binlog_encoder as enc
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-_NATIVE = native_row_counter("native") if native_row_counter("auto") else None
-_COUNTERS = [RowCounter(_NATIVE)] if _NATIVE else []  # the C counter, where it is built
+_COUNTERS = [RowCounter("native")] if framing.native_available() else []  # C, where built
 COLUMNS = [
     ("id", enc.LONG, b"", False, False),
     ("name", enc.VARCHAR, struct.pack("<H", 40), True, False),
@@ -168,7 +167,7 @@ def test_the_native_row_count_agrees_with_the_python_one_on_any_bytes(data, kind
     table_map = parse_table_map(enc.table_map_body(7, "shop", "wide", WIDE_COLUMNS), 8)
     event = RowsEvent(7, kind, data, 0, partial and kind == c.UPDATE)
     results = []
-    for counter in (RowCounter(), *_COUNTERS):
+    for counter in (RowCounter("python"), *_COUNTERS):
         try:
             results.append(counter.count(event, table_map))
         except MalformedEventError:
@@ -194,12 +193,12 @@ def test_the_native_row_count_agrees_on_valid_wide_rows():
     )
     for kind, data in ((c.WRITE, image * 3), (c.UPDATE, image * 4), (c.DELETE, image)):
         event = RowsEvent(7, kind, data, 0, False)
-        expected = RowCounter().count(event, table_map)
+        expected = RowCounter("python").count(event, table_map)
         assert expected == (len(data) // len(image)) // (2 if kind == c.UPDATE else 1)
         assert _COUNTERS[0].count(event, table_map) == expected
     partial = image + b"\x00" + image  # value_options 0: no JSON bitmap
     event = RowsEvent(7, c.UPDATE, partial, 0, True)
-    assert _COUNTERS[0].count(event, table_map) == RowCounter().count(event, table_map) == 1
+    assert _COUNTERS[0].count(event, table_map) == RowCounter("python").count(event, table_map) == 1
 
 
 def _pairs(data: bytes, rows) -> bytes:
@@ -336,6 +335,6 @@ def test_row_data_of_a_table_of_no_columns_is_refused_not_looped_over():
     found the C counter spinning on it); both counters refuse it."""
     table_map = parse_table_map(enc.table_map_body(8, "shop", "empty", []), 8)
     event = RowsEvent(8, c.WRITE, b"\x00\x00", 0, False)
-    for counter in (RowCounter(), *_COUNTERS):
+    for counter in (RowCounter("python"), *_COUNTERS):
         with pytest.raises(MalformedEventError, match="no columns"):
             counter.count(event, table_map)

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 
+from cdc_source.binlog import framing
 from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.offsets import BinlogPosition
 from reader.binlog_range import (
@@ -19,7 +20,7 @@ from reader.binlog_range import (
     UndecodableEventError,
     XaTransactionError,
 )
-from reader.row_decoding import native_available, native_splitter
+from reader.row_decoding import native_available
 from tests.support import binlog_encoder as enc
 
 DECODERS = ["python"] + (["native"] if native_available() else [])
@@ -55,7 +56,7 @@ def _rows(binlog, event_type, rows: bytes, update=False, present=None, v2=True):
 
 
 def _read(binlog, start=None, end=None, decoder="python", tables=("shop.orders",), chunk=97):
-    source = enc.FakeDumpSource(binlog, native_splitter(decoder), chunk)
+    source = enc.FakeDumpSource(binlog, framing.splitter(decoder), chunk)
     start = start or BinlogPosition(binlog.name, 4)
     end = end or BinlogPosition(binlog.name, binlog.pos)
     reader = RangeReader(source, start, end, set(tables), decoder=decoder)

@@ -26,7 +26,7 @@ from cdc_source.retry import (
     retrying,
 )
 from reader.binlog_range import RangeReader
-from reader.row_decoding import native_available, native_splitter
+from reader.row_decoding import native_available
 from tests.support import binlog_encoder as enc
 from tests.support.server_answers import FLAVOURS, error, exception, load
 
@@ -318,11 +318,10 @@ def _rows_read(source, binlog, decoder):
 @given(cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=8))
 def test_a_binlog_dump_cut_anywhere_resumes_with_the_same_rows(decoder, cuts):
     binlog = _binlog_with_transactions(40)
-    splitter = native_splitter(decoder)
-    clean = _rows_read(DumpSource(_DumpServer(binlog, []).connect, 9, splitter), binlog, decoder)
+    clean = _rows_read(DumpSource(_DumpServer(binlog, []).connect, 9, decoder), binlog, decoder)
     server = _DumpServer(binlog, cuts)
     policy = RetryPolicy(max_retries=len(cuts), first_delay=0.0)
-    cut = _rows_read(DumpSource(server.connect, 9, splitter, policy), binlog, decoder)
+    cut = _rows_read(DumpSource(server.connect, 9, decoder, policy), binlog, decoder)
     assert [r[:3] for r in cut] == [r[:3] for r in clean]
     assert len(clean) == 120
     starts = {start for start, _ in binlog.events} | {4, binlog.pos}  # pos: the end
@@ -343,7 +342,7 @@ def test_a_dump_refused_by_the_server_is_not_retried():
         conn.server_id = 1
         return conn
 
-    source = DumpSource(connect, 9, None, RetryPolicy(5, first_delay=0.0))
+    source = DumpSource(connect, 9, "python", RetryPolicy(5, first_delay=0.0))
     _, events, close = source.open("binlog.000001", 4)
     with pytest.raises(BinlogServerError, match="1236"):
         list(events)

@@ -13,13 +13,14 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_type
 
+from cdc_source.binlog import framing
 from cdc_source.binlog.table_map import parse_table_map
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.offsets import BinlogPosition
 from cdc_source.types import spark_type
 from reader.binlog_columns import ImageColumns
 from reader.binlog_range import RangeReader
-from reader.row_decoding import native_available, native_splitter
+from reader.row_decoding import native_available
 from reader.schema_drift import SchemaChangedError, changes, column_change
 from tests.support import binlog_encoder as enc
 
@@ -119,7 +120,7 @@ def _block(columns, images, decoder, **table_map_kw):
     binlog = enc.BinlogFile()
     binlog.add(19, enc.table_map_body(TABLE_ID, "shop", "orders", columns, **table_map_kw))
     binlog.add(30, enc.rows_body(TABLE_ID, len(columns), b"".join(images), False, True))
-    source = enc.FakeDumpSource(binlog, native_splitter(decoder))
+    source = enc.FakeDumpSource(binlog, framing.splitter(decoder))
     reader = RangeReader(
         source,
         BinlogPosition(binlog.name, 4),
