@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 import pymysql
 
-from cdc_source.binlog.transport import BinlogServerError, DumpSource, probe_dump
+from cdc_source.binlog.framing import BinlogServerError
+from cdc_source.binlog.transport import DumpSource, probe_dump
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.chunk_key import with_chunk_keys
 from cdc_source.gtid import expand

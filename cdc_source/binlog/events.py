@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from cdc_source.binlog import constants as c
+from cdc_source.binlog.framing import PacketStream
 from cdc_source.binlog.wire import Cursor, MalformedEventError
+from cdc_source.gtid import GtidSet
+from cdc_source.offsets import file_number
 
 HEADER_SIZE = 19
 LOG_EVENT_ARTIFICIAL_F = 0x20
@@ -259,8 +262,6 @@ def parse_previous_gtids(body: bytes):
     bytes below; 1 tagged (8.3+), the number in the 6 bytes between it and a low byte 1
     (``sql/rpl_gtid_set.cc``, ``decode_nsids_format``); a tag is a serialized string
     (:func:`_serialized_uint` length, then ASCII). Another format is refused."""
-    from cdc_source.gtid import GtidSet
-
     cur = Cursor(body)
     header = cur.uint(8)
     form = header >> 56
@@ -392,8 +393,6 @@ class EventReader:
     @property
     def position(self) -> tuple[int, int]:
         """(file number, offset) where the next event starts: how far the dump has read."""
-        from cdc_source.offsets import file_number
-
         return (file_number(self.file), self.next_start)
 
     def expect_checksum(self, checksum: bool) -> None:
@@ -410,30 +409,22 @@ class EventReader:
             yield from self._follow(event)
 
     def events_from_stream(self, read, splitter=None) -> Iterator[Event]:
-        """Events from the raw dump stream. ``splitter`` (the C ``split_events``) frames
-        packets, parses headers and checks CRC32s a read at a time; payloads it leaves
-        (errors, events over 16 MiB) and streams without it go the Python way."""
-        from cdc_source.binlog.transport import (
-            READ_SIZE,
-            _split_packets,
-            payload_extent,
-            read_chunk,
-            take_payload,
-        )
-
+        """Events from the raw dump stream. ``splitter`` (the C ``split_events`` of
+        :mod:`cdc_source.binlog.framing`) frames packets, parses headers and checks
+        CRC32s a read at a time; payloads it leaves (errors, events over 16 MiB) and
+        streams without it go the Python way."""
+        stream = PacketStream(read)
         if splitter is None:
-            yield from self.events(_split_packets(read))
+            yield from self.events(stream.payloads())
             return
-        buffer = bytearray()
-        start = 0
         while True:
             try:
                 found, used, status = splitter(
-                    buffer, start, self.format.checksum == CHECKSUM_CRC32
+                    stream.buffer, stream.start, self.format.checksum == CHECKSUM_CRC32
                 )
-            except ValueError as err:  # the native splitter's RowDecodeError
+            except ValueError as err:  # the native splitter's FramingError
                 raise MalformedEventError(f"{err} in {self.file}") from None
-            start += used
+            stream.start += used
             for event_type, timestamp, flags, end_pos, body, server_id in found:
                 if event_type == c.FORMAT_DESCRIPTION:
                     event = split_header(body, self.format, self.file, self.next_start)
@@ -453,29 +444,17 @@ class EventReader:
                 return
             if found and found[-1][0] == c.FORMAT_DESCRIPTION:
                 continue  # the splitter stops there; what follows may already be buffered
-            needed = 0
             if status == 2:
-                complete, needed = payload_extent(buffer, start)
-                if complete:
-                    payload, used = take_payload(buffer, start)
-                    start += used
+                payload = stream.take()
+                if payload is not None:
                     if not payload:
                         return
-                    if used > READ_SIZE:  # let a big event's raw bytes go before decoding it
-                        buffer = bytearray(buffer[start:])
-                        start = 0
                     event = split_header(payload, self.format, self.file, self.next_start)
                     del payload  # the event holds its own copy of the body
                     yield from self._follow(event)
                     del event
                     continue
-            if start:
-                needed -= start
-                del buffer[:start]
-                start = 0
-            buffer += read_chunk(read)
-            while len(buffer) < needed:  # a payload of many packets: read it all first
-                buffer += read_chunk(read)
+            stream.fill()
 
     def _follow(self, event: Event) -> Iterator[Event]:
         """Track ROTATE and FORMAT_DESCRIPTION, drop events not at a position of the file

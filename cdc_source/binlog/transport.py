@@ -1,5 +1,7 @@
 """The replication connection: ``COM_BINLOG_DUMP`` over a PyMySQL session, read in large
-chunks and split into events here (no per-packet round through the client library).
+chunks and split into events by the event reader (:mod:`cdc_source.binlog.framing`,
+:meth:`~cdc_source.binlog.events.EventReader.events_from_stream`; no per-packet round
+through the client library).
 
 The dump is non-blocking: the server sends everything up to the end of its last binlog
 and then an EOF packet, so a reader that stops at a planned position never waits.
@@ -9,34 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from cdc_source.binlog import framing
+from cdc_source.binlog.events import EventReader
+from cdc_source.binlog.framing import PacketStream
 from cdc_source.mysql_client import SameServer, binary_logs
-from cdc_source.retry import TRANSIENT_CODES, RetryPolicy, resumed
-
-if TYPE_CHECKING:
-    from cdc_source.binlog.events import EventReader
-
+from cdc_source.offsets import file_number
+from cdc_source.retry import RetryPolicy, resumed
 
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
-READ_SIZE = 1 << 20
-_MAX_PACKET = 0xFFFFFF
-
-
-class BinlogServerError(RuntimeError):
-    """The server refused or ended the dump with an error packet."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"binlog dump failed: ({code}) {message}")
-        self.code = code
-
-    @property
-    def transient(self) -> bool:
-        """A lost or refused connection (a new dump may succeed); the server's refusals,
-        e.g. 1236 for a purged or unknown binlog position, are permanent."""
-        return self.code in TRANSIENT_CODES
 
 
 def prepare_dump_session(conn) -> bool:
@@ -73,86 +57,8 @@ def probe_dump(conn, server_id: int, file: str, pos: int) -> None:
     does: proves the account may read the binlog (REPLICATION SLAVE), whatever grants
     or roles give it. Raises :class:`BinlogServerError` when the server refuses."""
     prepare_dump_session(conn)
-    for _ in _split_packets(start_dump(conn, server_id, file, pos)):
+    for _ in PacketStream(start_dump(conn, server_id, file, pos)).payloads():
         pass
-
-
-def payload_extent(buffer: bytearray, start: int) -> tuple[bool, int]:
-    """Where the payload at ``buffer[start:]`` ends: ``(True, end)`` when all its packets
-    (a payload of 16 MiB or more spans several) are in the buffer, else ``(False, n)``
-    with ``n`` the buffer length needed before asking again. Reads headers only, so a
-    caller waiting for a 1 GiB event does not copy it at every read."""
-    pos = start
-    while True:
-        if len(buffer) - pos < 4:
-            return False, pos + 4
-        length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
-        if len(buffer) - pos < 4 + length:
-            return False, pos + 4 + length
-        pos += 4 + length
-        if length != _MAX_PACKET:
-            return True, pos
-
-
-def take_payload(buffer: bytearray, start: int) -> tuple[bytes | None, int]:
-    """One whole payload at ``buffer[start:]`` (joined when it spans several 16 MiB
-    packets) and the bytes it used, or (None, 0) when it is not all there yet. An EOF
-    packet gives ``(b"", used)``; an error packet raises :class:`BinlogServerError`."""
-    complete, end = payload_extent(buffer, start)
-    if not complete:
-        return None, 0
-    first_length = buffer[start] | buffer[start + 1] << 8 | buffer[start + 2] << 16
-    first = buffer[start + 4] if first_length else 0xFE
-    skip = 1 if first == 0x00 else 0  # an event's payload without its OK byte, copied once
-    with memoryview(buffer) as view:
-        parts = []
-        pos = start
-        while pos < end:
-            length = buffer[pos] | buffer[pos + 1] << 8 | buffer[pos + 2] << 16
-            parts.append(view[pos + 4 + skip : pos + 4 + length])
-            pos += 4 + length
-            skip = 0
-        body = b"".join(parts)
-        for part in parts:
-            part.release()
-    if first == 0x00:
-        return body, end - start
-    if first == 0xFE and len(body) < 9:
-        return b"", end - start
-    if first == 0xFF:
-        code = int.from_bytes(body[1:3], "little")
-        message = body[9:] if body[3:4] == b"#" else body[3:]
-        raise BinlogServerError(code, message.decode("utf-8", "replace"))
-    raise BinlogServerError(0, f"unexpected packet starting with {first:#x}")
-
-
-def read_chunk(read: Callable[[int], bytes]) -> bytes:
-    chunk = read(READ_SIZE)
-    if not chunk:
-        raise BinlogServerError(2013, "the server closed the binlog connection")
-    return chunk
-
-
-def _split_packets(read: Callable[[int], bytes]) -> Iterator[bytes]:
-    """Event payloads of the raw dump stream (the Python path of
-    :meth:`EventReader.events_from_stream`): each one read to its end, then joined once."""
-    buffer = bytearray()
-    start = 0
-    while True:
-        complete, needed = payload_extent(buffer, start)
-        if complete:
-            payload, used = take_payload(buffer, start)
-            start += used
-            if not payload:
-                return
-            yield payload
-            continue
-        if start:
-            needed -= start
-            del buffer[:start]
-            start = 0
-        while len(buffer) < needed:
-            buffer += read_chunk(read)
 
 
 Connect = Callable[[], object]
@@ -191,8 +97,6 @@ class DumpSource:
         before it, while the server has written that far, is read on after a pause
         (:func:`dump_until`); where the server has not, the stream just ends and the
         caller reports the gap."""
-        from cdc_source.binlog.events import EventReader
-
         reader = EventReader(file, pos)
         server = SameServer(f"binlog dump from {file}:{pos}", self.server)
 
@@ -256,8 +160,6 @@ def dump_until(
 
 def server_has_written(conn, position: tuple[int, int]) -> bool:
     """Whether the server's binlog files reach ``position`` (file number, offset)."""
-    from cdc_source.offsets import file_number
-
     number, offset = position
     return any(
         file_number(name) > number or (file_number(name) == number and size >= offset)

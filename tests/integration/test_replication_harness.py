@@ -12,7 +12,8 @@ from dataclasses import replace
 import pymysql
 import pytest
 
-from cdc_source.binlog.transport import COM_BINLOG_DUMP, prepare_dump_session, take_payload
+from cdc_source.binlog.framing import take_payload
+from cdc_source.binlog.transport import COM_BINLOG_DUMP, prepare_dump_session
 from cdc_source.gtid import GtidSet
 from tests.integration.replication import (
     ReplicatedPair,

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc_source.binlog.transport import BinlogServerError, DumpSource
+from cdc_source.binlog.framing import BinlogServerError
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.mysql_client import SourceConnectionError
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import parse_options
