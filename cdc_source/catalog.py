@@ -247,11 +247,12 @@ def _column_spec(
     )
 
 
-def current_shape(conn, schema: TableSchema) -> TableSchema:
+def server_shape(conn, schema: TableSchema) -> TableSchema:
     """``schema`` with the columns and primary key the table has now (one table's rows of
     ``information_schema``, which shows the latest DDL, not a snapshot's). A TINYINT(1)
     column the query gives as BOOLEAN stays one; a column added since is an integer, as
-    the binlog describes it."""
+    the binlog describes it. A chunk key column's role is not kept here:
+    :func:`cdc_source.chunk_key.current_shape` keeps it."""
     one_table = "\n  AND TABLE_SCHEMA = %s AND TABLE_NAME = %s\nORDER BY"
     names = (schema.database, schema.table)
     with conn.cursor() as cur:
@@ -266,17 +267,7 @@ def current_shape(conn, schema: TableSchema) -> TableSchema:
         replace(spec, boolean=spec.is_tinyint1 and spec.name in booleans)
         for spec in (_column_spec(row, no_pad, ids, tables) for row in rows)
     )
-    now = replace(schema, columns=columns, primary_key=key)
-    if schema.declared_key:
-        # The chunk key column keeps its role while it is still NOT NULL and uniquely
-        # indexed (a primary key added since changes nothing: the column still identifies
-        # a row); otherwise the key is gone, which shape_changes reports.
-        from cdc_source.chunk_key import key_column_problem
-
-        keyless = replace(now, primary_key=())
-        holds = key_column_problem(conn, keyless, schema.primary_key[0])[0] is None
-        now = replace(now, primary_key=schema.primary_key if holds else ())
-    return now
+    return replace(schema, columns=columns, primary_key=key)
 
 
 def base_tables(conn) -> dict[tuple[str, str], tuple[int, int]]:

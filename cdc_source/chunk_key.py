@@ -26,13 +26,10 @@ latest row per key, silently.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
+from cdc_source.catalog import TableSchema, server_shape
 from cdc_source.mysql_client import quote_ident
-
-if TYPE_CHECKING:
-    from cdc_source.catalog import TableSchema
 
 OPTION = "scan.incremental.snapshot.chunk.key-column"
 
@@ -148,8 +145,6 @@ def with_chunk_keys(
     default chunk key, so nothing changes), not another one: the key must identify rows
     for ownership and normalization anyway, and a second order of the table would buy
     nothing but a way to get it wrong."""
-    from dataclasses import replace
-
     result, problems = [], {}
     for table in tables:
         try:
@@ -180,6 +175,20 @@ def with_chunk_keys(
                 key = (column_name(table, column),)
                 result.append(replace(table, primary_key=key, key_indexes=indexes))
     return result, problems
+
+
+def current_shape(conn, schema: TableSchema) -> TableSchema:
+    """``schema`` with the columns and primary key the table has now
+    (:func:`cdc_source.catalog.server_shape`). A chunk key column keeps its role while it
+    is still NOT NULL and uniquely indexed (a primary key added since changes nothing: the
+    column still identifies a row); otherwise the key is gone, which
+    ``reader.schema_drift.shape_changes`` reports."""
+    now = server_shape(conn, schema)
+    if not schema.declared_key:
+        return now
+    keyless = replace(now, primary_key=())
+    holds = key_column_problem(conn, keyless, schema.primary_key[0])[0] is None
+    return replace(now, primary_key=schema.primary_key if holds else ())
 
 
 def column_name(table: TableSchema, column: str) -> str:

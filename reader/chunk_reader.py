@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_source.binlog.transport import DumpSource
-from cdc_source.catalog import STRING_TYPES, ColumnSpec, TableSchema, current_shape
+from cdc_source.catalog import STRING_TYPES, ColumnSpec, TableSchema
 from cdc_source.charsets import is_utf8
+from cdc_source.chunk_key import current_shape
 from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql

@@ -205,7 +205,7 @@ def primary_key_change(schema: TableSchema, table_map: TableMap) -> str | None:
         # tests/integration/test_no_primary_key.py). It may be another unique column than
         # the one chosen, or a primary key added later: neither breaks the chosen
         # column's uniqueness, which is all the key needs; its loss is checked from the
-        # catalog (catalog.current_shape).
+        # catalog (chunk_key.current_shape).
         return None
     return f"primary key changed from ({', '.join(schema.primary_key)}) to ({', '.join(key)})"
 
