@@ -21,8 +21,9 @@ import os
 import sys
 from pathlib import Path
 
+from cdc_source.findings import FAIL, OK, WARN, Finding
 from cdc_source.options import OPTION_DOCS, OptionError, parse_options
-from cdc_source.requirements import FAIL, OK, WARN, Finding, check_tls, run_checks
+from cdc_source.requirements import check_tls, run_checks
 
 PASSWORD_ENV = "CDC_MYSQL_PASSWORD"
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 
-import pymysql
-
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.chunk_key import OPTION as CHUNK_KEY_OPTION
 from cdc_source.chunk_key import with_chunk_keys
+from cdc_source.findings import FAIL, WARN, check_privileges, check_retention, unreadable_tables
 from cdc_source.keys import KeyTypeError, encode_component
 from cdc_source.mysql_client import binary_logs, variables
 from cdc_source.offsets import BinlogPosition
@@ -83,10 +82,8 @@ def check_server_settings(conn) -> None:
 
 def check_binlog_access(conn, connect, options: SourceOptions) -> None:
     """The account may read the binlog, proven by doing it: a head read and a dump
-    handshake at the head (:func:`cdc_source.requirements.check_privileges`), so that
+    handshake at the head (:func:`cdc_source.findings.check_privileges`), so that
     privileges granted through roles count, which ``SHOW GRANTS`` would not show."""
-    from cdc_source.requirements import FAIL, check_privileges
-
     for finding in check_privileges(conn, connect, options, []):
         if finding.status == FAIL:
             raise PreflightError(
@@ -185,19 +182,6 @@ def _sample(column):
     return 0
 
 
-def unreadable_tables(conn, tables: list[TableSchema]) -> list[tuple[TableSchema, str]]:
-    """The tables the account cannot SELECT from, each with the server's refusal."""
-    refused = []
-    with conn.cursor() as cur:
-        for table in tables:
-            try:
-                cur.execute(f"SELECT 1 FROM {table.quoted} LIMIT 0")
-                cur.fetchall()
-            except pymysql.err.MySQLError as err:
-                refused.append((table, str(err.args[-1])))
-    return refused
-
-
 def _check_select(conn, tables: list[TableSchema], user: str) -> None:
     refused = unreadable_tables(conn, tables)
     if refused:
@@ -285,8 +269,6 @@ def check_retention_at_start(conn) -> None:
     NULL) refuse the query: the stream would lose changes whenever it is a little behind.
     Retention under a day is a WARN line with the remedy (``cdc-mysql check`` says the
     same)."""
-    from cdc_source.requirements import FAIL, WARN, check_retention
-
     for finding in check_retention(conn):
         if finding.status == FAIL:
             raise PreflightError(f"{finding.detail}; {finding.fix}")

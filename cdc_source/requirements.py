@@ -1,28 +1,30 @@
 """Every requirement of the source, checked on the server as ``cdc-mysql check`` shows it:
-one :class:`Finding` each, OK / WARN / FAIL, with the fix. Privileges are proven by doing
-what the source does (a head read, a binlog dump handshake, a SELECT per table), so grants
-through roles count; settings are read from the server. The query's own preflight
+one :class:`~cdc_source.findings.Finding` each, OK / WARN / FAIL, with the fix. Privileges
+are proven by doing what the source does (:mod:`cdc_source.findings`, which the query's
+own preflight judges too); settings are read from the server. The preflight
 (:mod:`cdc_source.preflight`) refuses to start on the same FAIL conditions."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
 
 import pymysql
 
-from cdc_source.binlog.framing import BinlogServerError
-from cdc_source.binlog.transport import DumpSource, probe_dump
+from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.chunk_key import with_chunk_keys
-from cdc_source.gtid import expand
-from cdc_source.mysql_client import (
-    HeadPrivilegeError,
-    SourceConnectionError,
-    read_head,
-    variables,
+from cdc_source.findings import (
+    FAIL,
+    OK,
+    WARN,
+    Finding,
+    as_number,
+    check_privileges,
+    check_retention,
 )
+from cdc_source.gtid import expand
+from cdc_source.mysql_client import binary_logs, server_flavor, variables
 from cdc_source.options import SourceOptions, is_loopback
 from cdc_source.preflight import (
     REQUIRED_SETTINGS,
@@ -30,23 +32,11 @@ from cdc_source.preflight import (
     check_binlog_contents,
     name_case_problem,
     table_problems,
-    unreadable_tables,
 )
 from cdc_source.tls import session_cipher
-
-OK, WARN, FAIL = "OK", "WARN", "FAIL"
-DAY_SECONDS = 86_400
-
-
-@dataclass(frozen=True)
-class Finding:
-    requirement: str
-    status: str  # OK, WARN or FAIL
-    detail: str
-    fix: str = ""
-
-    def to_json(self) -> dict:
-        return asdict(self)
+from cdc_source.visibility import VisibilityError, describe, read_traits
+from coordinator import startup
+from coordinator.planner import chunk_rows
 
 
 def _server_version(conn) -> tuple[str, tuple[int, ...], bool]:
@@ -130,8 +120,6 @@ def check_gtids(conn) -> Iterator[Finding]:
 
 def check_visibility(conn, options: SourceOptions) -> Finding:
     """How snapshot tasks will prove they see every transaction up to their position."""
-    from cdc_source.visibility import VisibilityError, describe, read_traits
-
     try:
         traits = read_traits(conn, options.snapshot_visibility)
     except VisibilityError as err:
@@ -144,57 +132,6 @@ def check_visibility(conn, options: SourceOptions) -> Finding:
         )
     status = WARN if traits.visibility == "head-unsafe" else OK
     return Finding("snapshot visibility", status, describe(traits.visibility))
-
-
-def _number(value: str | None) -> float:
-    """A numeric variable as :func:`variables` reports it (it shows 0 and 1 as OFF/ON)."""
-    text = (value or "0").upper()
-    if text in ("OFF", "ON"):
-        return float(text == "ON")
-    return float(text)
-
-
-def _rds_retention_hours(conn) -> str | None:
-    """``binlog retention hours`` on RDS/Aurora; None where the procedure is missing."""
-    try:
-        with conn.cursor() as cur:
-            cur.execute("CALL mysql.rds_show_configuration")
-            for row in cur.fetchall():
-                if str(row[0]).lower() == "binlog retention hours":
-                    return "NULL" if row[1] is None else str(row[1])
-    except pymysql.err.MySQLError:
-        return None
-    return None
-
-
-def check_retention(conn) -> Iterator[Finding]:
-    found = variables(conn, ["binlog_expire_logs_seconds", "expire_logs_days"])
-    hours = _rds_retention_hours(conn)
-    if hours is not None:
-        if hours == "NULL":
-            yield Finding(
-                "binlog retention",
-                FAIL,
-                "RDS binlog retention hours is NULL: binlogs are purged almost at once",
-                "CALL mysql.rds_set_configuration('binlog retention hours', 168)",
-            )
-            return
-        seconds = int(hours) * 3600
-    else:
-        seconds = int(_number(found.get("binlog_expire_logs_seconds")))
-        if not seconds:
-            seconds = int(_number(found.get("expire_logs_days")) * DAY_SECONDS)
-    if not seconds:
-        yield Finding("binlog retention", OK, "binlogs are never purged automatically")
-    elif seconds < DAY_SECONDS:
-        yield Finding(
-            "binlog retention",
-            WARN,
-            f"binlogs are kept {seconds} s: a query stopped longer than that cannot resume",
-            "SET GLOBAL binlog_expire_logs_seconds = 604800 (and in the server configuration)",
-        )
-    else:
-        yield Finding("binlog retention", OK, f"binlogs are kept {seconds / DAY_SECONDS:g} days")
 
 
 def check_tls(conn, options: SourceOptions) -> Finding:
@@ -216,63 +153,6 @@ def check_tls(conn, options: SourceOptions) -> Finding:
         "network in clear text",
         "enable TLS on the server (ssl_cert, ssl_key) and set ssl-mode=verify-identity with ssl-ca",
     )
-
-
-def _dump_probe(connect: Callable[[], object], server_id: int, file: str, pos: int) -> None:
-    conn = connect()
-    try:
-        probe_dump(conn, server_id, file, pos)
-    finally:
-        conn.close()
-
-
-def check_privileges(
-    conn, connect: Callable[[], object], options: SourceOptions, tables: list[TableSchema]
-) -> Iterator[Finding]:
-    user = options.username
-    try:
-        file, pos, _, _ = read_head(conn)
-    except HeadPrivilegeError as err:
-        yield Finding(
-            "privilege: binlog status",
-            FAIL,
-            str(err),
-            f"GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%' (BINLOG MONITOR on MariaDB)",
-        )
-        return
-    except SourceConnectionError as err:  # no binlog at all: nothing to probe
-        yield Finding("privilege: binlog status", FAIL, str(err), "turn the binlog on (log_bin)")
-        return
-    except pymysql.err.MySQLError as err:
-        yield Finding(
-            "privilege: binlog status",
-            FAIL,
-            f"SHOW MASTER STATUS refused: {err.args[-1]}",
-            f"GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%' (BINLOG MONITOR on MariaDB)",
-        )
-        return
-    yield Finding("privilege: binlog status", OK, f"the head is {file}:{pos}")
-    try:
-        _dump_probe(connect, options.server_ids.last, file, pos)
-    except (BinlogServerError, pymysql.err.MySQLError) as err:
-        yield Finding(
-            "privilege: binlog dump",
-            FAIL,
-            f"the binlog dump was refused: {err}",
-            f"GRANT REPLICATION SLAVE ON *.* TO '{user}'@'%'",
-        )
-    else:
-        yield Finding("privilege: binlog dump", OK, "a binlog dump handshake succeeded")
-    refused = [f"{table.name} ({reason})" for table, reason in unreadable_tables(conn, tables)]
-    if refused:
-        yield Finding(
-            "privilege: SELECT",
-            FAIL,
-            f"cannot read {', '.join(refused)}",
-            f"GRANT SELECT ON <db>.<table> TO '{user}'@'%' for each",
-        )
-    elif tables:
-        yield Finding("privilege: SELECT", OK, f"can read all {len(tables)} table(s)")
 
 
 def check_tables(conn, options: SourceOptions) -> tuple[list[TableSchema], list[Finding]]:
@@ -315,7 +195,7 @@ def _replica_ids(conn) -> list[int] | None:
 
 def check_server_ids(conn, options: SourceOptions) -> Iterator[Finding]:
     ids = options.server_ids
-    own = int(_number(variables(conn, ["server_id"]).get("server_id")))
+    own = int(as_number(variables(conn, ["server_id"]).get("server_id")))
     taken = _replica_ids(conn)
     clashes = [i for i in [own, *(taken or [])] if ids.first <= i <= ids.last]
     if clashes:
@@ -342,8 +222,6 @@ def check_server_ids(conn, options: SourceOptions) -> Iterator[Finding]:
 
 
 def estimate_snapshot(conn, options: SourceOptions, tables: list[TableSchema]) -> Finding:
-    from coordinator.planner import chunk_rows
-
     with conn.cursor() as cur:
         sizes = {}
         for table in tables:
@@ -368,9 +246,6 @@ def check_start(conn, connect: Callable[[], object], options: SourceOptions) -> 
     """Where a new query of these options would start: for earliest-offset,
     specific-offset and timestamp the position found in the binlog now, exactly as the
     query's first batch finds it (:mod:`coordinator.startup`), or the reason it would fail."""
-    from cdc_source.mysql_client import binary_logs, server_flavor
-    from coordinator import startup
-
     mode = options.startup_mode
     if mode not in ("earliest-offset", "specific-offset", "timestamp"):
         what = {

@@ -10,7 +10,8 @@ import pymysql
 import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
-from cdc_source.requirements import check_contents, check_gtids, check_retention, check_version
+from cdc_source.findings import check_retention
+from cdc_source.requirements import check_contents, check_gtids, check_version
 from tests.support.server_answers import FLAVOURS, RecordedServer, answer, error, rows
 
 VERSION_QUERY = "SELECT VERSION(), @@version_comment"
