@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from cdc_source.catalog import TableSchema, discover_tables
 from cdc_source.chunk_key import OPTION as CHUNK_KEY_OPTION
 from cdc_source.chunk_key import with_chunk_keys
 from cdc_source.findings import FAIL, WARN, check_privileges, check_retention, unreadable_tables
 from cdc_source.keys import KeyTypeError, encode_component
-from cdc_source.mysql_client import binary_logs, variables
-from cdc_source.offsets import BinlogPosition
+from cdc_source.mysql_client import binary_logs, read_head, server_identity, variables
+from cdc_source.offsets import BinlogPosition, file_number
 from cdc_source.options import SourceOptions
 from cdc_source.types import spark_type, with_tinyint1_policy
+from cdc_source.visibility import describe, read_traits
 
 log = logging.getLogger("cdc_mysql")
 
@@ -116,11 +118,6 @@ def read_schemas(conn, matches) -> list[TableSchema]:
     position is in the schema read; rows of an earlier shape are then placed by column
     name, and a row event after it of another shape is a change the query has not seen
     (:mod:`reader.schema_drift`)."""
-    from dataclasses import replace
-
-    from cdc_source.mysql_client import read_head, server_identity
-    from cdc_source.offsets import file_number
-
     file, pos, _, _ = read_head(conn)
     identity = server_identity(conn)
     return [
@@ -282,8 +279,6 @@ def run_preflight(conn, connect, options: SourceOptions) -> list[TableSchema]:
     check_retention_at_start(conn)
     check_binlog_access(conn, connect, options)
     tables = check_tables(conn, options)
-    from cdc_source.visibility import describe, read_traits
-
     traits = read_traits(conn, options.snapshot_visibility)  # refuses MySQL without GTIDs
     log.info("preflight: snapshot visibility: %s", describe(traits.visibility))
     for note in check_binlog_contents(conn, tables):

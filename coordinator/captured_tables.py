@@ -10,7 +10,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cdc_source.binlog.ddl import TableChange
-from cdc_source.catalog import TableSchema
+from cdc_source.catalog import TableSchema, base_tables
+from cdc_source.chunk_key import with_chunk_keys
+from cdc_source.mysql_client import read_head
 from cdc_source.offsets import (
     BinlogPosition,
     SourceOffset,
@@ -18,6 +20,8 @@ from cdc_source.offsets import (
     table_fingerprint,
 )
 from cdc_source.options import SourceOptions
+from cdc_source.preflight import read_schemas, table_problems
+from cdc_source.types import with_tinyint1_policy
 from coordinator.ddl_scan import DdlScan
 from coordinator.table_set import (
     MAX_DIFFERENCE,
@@ -77,9 +81,6 @@ class CapturedTables:
         wanted = {n for n in names if n not in self.schemas}
         if not wanted:
             return
-        from cdc_source.chunk_key import with_chunk_keys
-        from cdc_source.preflight import read_schemas, table_problems
-        from cdc_source.types import with_tinyint1_policy
 
         def read(conn) -> list[TableSchema]:
             found = read_schemas(conn, lambda db, t: f"{db}.{t}" in wanted)
@@ -200,8 +201,6 @@ class CapturedTables:
         The tables first, then the head: undoing a statement written between the two on
         tables listed before it changes nothing, whereas a table created after a head
         read would look like one that was there at ``position``."""
-        from cdc_source.mysql_client import read_head
-
         server_now = self._session(_all_tables)
         head = self._session(read_head)
         changes = [p.change for p in self.ddl.changes(position, BinlogPosition(head[0], head[1]))]
@@ -247,6 +246,4 @@ class CapturedTables:
 
 def _all_tables(conn) -> set[str]:
     """Every base table on the server, as 'db.table'."""
-    from cdc_source.catalog import base_tables
-
     return {f"{db}.{table}" for db, table in base_tables(conn)}

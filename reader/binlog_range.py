@@ -37,6 +37,7 @@ from cdc_source.binlog.table_map import TableMaps as BinlogTableMaps
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
+from cdc_source.chunk_key import OPTION, key_breaking_target
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.refusals import invalid_date_refusal
@@ -47,6 +48,7 @@ from reader.row_decoding import (
     DecodedRows,
     RowSink,
 )
+from reader.schema_drift import SchemaChangedError
 from reader.table_follow import TableFollow, UnloggedRowChangeError
 
 ROWS_PER_BLOCK = 65536
@@ -476,9 +478,6 @@ def _check_chunk_key(
     would read the same statement again, and whether values stayed unique after it
     cannot be proven (an index dropped, a duplicate written and deleted, the index added
     back: the delete would take the original row's key)."""
-    from cdc_source.chunk_key import OPTION, key_breaking_target
-    from reader.schema_drift import SchemaChangedError
-
     target = key_breaking_target(query, schema, keyed, lower_case_names)
     if target is None:
         return
