@@ -99,7 +99,7 @@ class RowCounter:
                 packed,
                 json_bitmap if rows.partial else -1,
             )
-        except ValueError as err:  # the extension's RowDecodeError
+        except ValueError as err:  # the extension's FramingError
             raise MalformedEventError(str(err)) from None
 
 
