@@ -1,5 +1,6 @@
-"""Records the binlog corpus of ``tests/unit/test_binlog_corpus.py``: real binlog files
-written by a throwaway MySQL 9.7 and a throwaway MariaDB 10.11, with what the server
+"""Records the binlog corpus of ``tests/unit/test_binlog_corpus.py`` and
+``tests/unit/test_binlog_encoder_matches_servers.py``: real binlog files written by a
+throwaway MySQL 9.7 and a throwaway MariaDB 10.11, with what the server
 version's own ``mysqlbinlog -v`` / ``mariadb-binlog -v`` prints for them.
 
     python -m tests.support.record_binlog_corpus             # both flavours
@@ -14,7 +15,9 @@ flush closes. Into ``tests/data/binlog/<flavour>-<series>/`` go:
 * ``<file>.verbose.txt``: ``mysqlbinlog --base64-output=DECODE-ROWS -v <file>`` of the
   same server version (MySQL: the tree's own ``usr/bin/mysqlbinlog``; MariaDB:
   ``/usr/bin/mariadb-binlog``, which ships with the server), bytes as printed,
-* ``VERSION``: ``SELECT VERSION()`` and the dump tool's ``--version``.
+* ``VERSION``: ``SELECT VERSION()`` and the dump tool's ``--version``,
+* MySQL only, ``large-json/<next file>``: the binlog file after it, holding
+  :data:`LARGE_JSON_ROWS` (JSON documents over 64 KiB), without a listing.
 
 A rerun replaces them (timestamps and server UUIDs differ, the values do not).
 The workload covers every column kind the row decoders have, each with its edge values,
@@ -25,6 +28,7 @@ through inserts, updates and deletes; MySQL adds JSON and a zstd-compressed tran
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -190,17 +194,23 @@ TEMPORAL_ROWS = [
     "DELETE FROM temporals WHERE id = 6",
 ]
 
+# Two of its three character columns share a collation: the TABLE_MAP lists their
+# collations in the DEFAULT_CHARSET form (the strings table's take COLUMN_CHARSET).
 MEMBERS = """CREATE TABLE members (
   id INT PRIMARY KEY,
   e ENUM('a', 'b', 'c'), s SET('x', 'y', 'z'),
   s9 SET('m1','m2','m3','m4','m5','m6','m7','m8','m9'),
-  e300 ENUM({e300})
+  e300 ENUM({e300}),
+  label VARCHAR(8) CHARACTER SET utf8mb4, tag CHAR(3) CHARACTER SET utf8mb4,
+  code CHAR(2) CHARACTER SET ascii
 )""".format(e300=", ".join(f"'v{i}'" for i in range(300)))
 
 MEMBER_ROWS = [
-    "INSERT INTO members VALUES (1, 'a', '', 'm1', 'v0'), (2, 'c', 'x,z', 'm1,m9', 'v299'), "
-    "(3, NULL, NULL, NULL, NULL), (4, 'b', 'x,y,z', '', 'v255')",
-    "UPDATE members SET e = 'c', s = 'y', s9 = 'm8,m9', e300 = 'v256' WHERE id IN (1, 4)",
+    "INSERT INTO members VALUES (1, 'a', '', 'm1', 'v0', 'one', 'a  ', 'x'), "
+    "(2, 'c', 'x,z', 'm1,m9', 'v299', '', '', ''), "
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (4, 'b', 'x,y,z', '', 'v255', 'ü', 'ü', 'zz')",
+    "UPDATE members SET e = 'c', s = 'y', s9 = 'm8,m9', e300 = 'v256', tag = ' b' "
+    "WHERE id IN (1, 4)",
     "DELETE FROM members WHERE id = 2",
 ]
 
@@ -216,7 +226,70 @@ JSON_ROWS = [
     "'day', CAST('2020-02-29' AS DATE)))",
     "UPDATE jsons SET j = JSON_SET(j, '$.a', 2, '$.new', JSON_ARRAY(1, 'two')) WHERE id = 1",
     "DELETE FROM jsons WHERE id = 3",
+    # The documents tests/unit/test_json_binary.py builds, and the key order of objects.
+    "INSERT INTO jsons VALUES "
+    + ", ".join(
+        f"({id_}, '{json.dumps(document, ensure_ascii=False)}')"
+        for id_, document in (
+            (
+                20,
+                {
+                    "int16": -5,
+                    "uint-ish": 40000,
+                    "int32": -2_000_000_000,
+                    "int64": 9_000_000_000_000,
+                    "uint64": 18_000_000_000_000_000_000,
+                    "double": 2.5,
+                    "text": "Grüße 🙂",
+                    "flags": [True, False, None],
+                    "nested": {"a": [1, {"b": "c"}], "": []},
+                },
+            ),
+            (21, {"b": [1, 2.5, "x"], "a": None}),
+            (22, {"bb": 1, "a": [], "ab": {"z": -1, "y": 70000}, "b": "s", "": None, "ba": -1.25}),
+            (23, [65535, 32768, -32769, 2147483648, 4294967295, 4294967296, -2147483649]),
+            (24, -5),  # top-level integers are never inlined
+            (25, 70000),
+            (26, -9_000_000_000),
+        )
+    ),
+    # Opaque values: a column's DECIMAL (precision and scale of the column), a BLOB
+    # (base64:type252), TIMESTAMP, DATETIME, DATE and TIME. A temporary table is not
+    # written to the binlog in ROW format.
+    "CREATE TEMPORARY TABLE json_sources (d DECIMAL(10,2), bl BLOB, ts TIMESTAMP(6) NULL, "
+    "dt DATETIME(6), da DATE, ti TIME)",
+    "INSERT INTO json_sources VALUES (-12.50, x'00ff', '2024-02-29 23:59:58.125', "
+    "'2024-02-29 23:59:58.125', '2001-12-31', '-838:59:59')",
+    *(
+        f"INSERT INTO jsons SELECT {id_}, {document} FROM json_sources"  # (no self-union)
+        for id_, document in (
+            (30, "JSON_OBJECT('v', d)"),
+            (31, "JSON_OBJECT('v', dt)"),
+            (32, "JSON_OBJECT('v', da)"),
+            (33, "JSON_OBJECT('v', ti)"),
+            (34, "JSON_OBJECT('v', bl)"),
+            (35, "JSON_ARRAY(ts, d, CAST('00:00:00.000001' AS TIME(6)))"),
+        )
+    ),
 ]
+
+# JSON documents over 64 KiB (the large form: 4-byte counts and offsets, 32-bit integers
+# inlined) with small containers nested in them, in one zstd-compressed transaction of a
+# binlog file of their own (large-json/): the dump tool's listing of them would be
+# larger than the rest of the corpus. The object is the one test_json_binary.py builds.
+LARGE_OBJECT = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}
+LARGE_ARRAY = [-5, 40000, -70000, True, False, None, 1.5, "s", 2**40, -(2**40), LARGE_OBJECT]
+
+LARGE_JSON_ROWS = [
+    "SET SESSION binlog_transaction_compression = ON",
+    "BEGIN",
+    f"INSERT INTO jsons VALUES (40, '{json.dumps(LARGE_OBJECT)}')",
+    f"INSERT INTO jsons VALUES (41, JSON_ARRAY_APPEND('{json.dumps(LARGE_ARRAY)}', "
+    "'$', CAST(-12.50 AS DECIMAL(10,2)), '$', CAST('2020-02-29' AS DATE)))",
+    "COMMIT",
+    "SET SESSION binlog_transaction_compression = OFF",
+]
+LARGE_JSON_DIR = "large-json"
 
 
 def workload(flavour: str) -> list[str]:
@@ -274,11 +347,21 @@ def record(flavour: str, out_root: Path = CORPUS) -> Path:
             for statement in workload(flavour):
                 cur.execute(statement)
             cur.execute("FLUSH BINARY LOGS")
+            large_name = None
+            if flavour == "mysql":
+                cur.execute("SHOW BINARY LOGS")
+                large_name = cur.fetchall()[-1][0]
+                for statement in LARGE_JSON_ROWS:
+                    cur.execute(statement)
+                cur.execute("FLUSH BINARY LOGS")
         out = out_root / DIRS[flavour]
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
         shutil.copyfile(server.datadir / name, out / name)
+        if large_name:
+            (out / LARGE_JSON_DIR).mkdir()
+            shutil.copyfile(server.datadir / large_name, out / LARGE_JSON_DIR / large_name)
     finally:
         server.stop()
     tool = mysql.command("usr/bin/mysqlbinlog") if mysql else [MARIADB_BINLOG]
