@@ -5,6 +5,9 @@ JSON with opaque values, v2 rows events, and malformed bytes.
 
 Value encoders follow the server's ``Field::pack`` functions: integers little-endian,
 DECIMAL as ``decimal2bin``, temporal types as ``my_*_packed_to_binary``.
+``tests/unit/test_binlog_encoder_matches_servers.py`` checks its TABLE_MAP, rows and
+TRANSACTION_PAYLOAD events byte for byte against the binlogs MySQL 9.7 and MariaDB 10.11
+wrote (``tests/data/binlog/``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from decimal import Decimal
 TINY, SHORT, LONG, FLOAT, DOUBLE, TIMESTAMP, LONGLONG, INT24, DATE = 1, 2, 3, 4, 5, 7, 8, 9, 10
 TIME, DATETIME, YEAR, VARCHAR, BIT, TIMESTAMP2, DATETIME2, TIME2 = 11, 12, 13, 15, 16, 17, 18, 19
 JSON, NEWDECIMAL, ENUM, SET, BLOB, STRING = 245, 246, 247, 248, 252, 254
+NEWDATE, VAR_STRING, GEOMETRY = 14, 253, 255
+TINY_BLOB, MEDIUM_BLOB, LONG_BLOB = 249, 250, 251
+BLOBS = (TINY_BLOB, MEDIUM_BLOB, LONG_BLOB, BLOB)
+BINARY_COLLATION = 63
 
 MAX_PACKET = 0xFFFFFF
 DIGITS_BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
@@ -117,17 +124,81 @@ def date3(y: int, m: int, d: int) -> bytes:
     return ((y << 9) | (m << 5) | d).to_bytes(3, "little")
 
 
-def null_bitmap(values: list) -> bytes:
-    bits = bytearray((len(values) + 7) // 8)
+def null_bitmap(values: list, mariadb: bool = False) -> bytes:
+    """A row image's NULL bits, one per column from the low bit of each byte. The bits past
+    the last column are clear as MySQL 9.7 writes them and set as MariaDB 10.11 does (its
+    ``pack_row`` starts every byte at 0xFF and clears the bits of the columns that are not
+    NULL)."""
+    bits = bytearray((b"\xff" if mariadb else b"\x00") * ((len(values) + 7) // 8))
     for i, value in enumerate(values):
         if value is None:
             bits[i // 8] |= 1 << (i % 8)
+        else:
+            bits[i // 8] &= ~(1 << (i % 8))
     return bytes(bits)
 
 
-def row_image(encoded: list[bytes | None]) -> bytes:
+def row_image(encoded: list[bytes | None], mariadb: bool = False) -> bytes:
     """One row image from already encoded values (None for NULL)."""
-    return null_bitmap(encoded) + b"".join(v for v in encoded if v is not None)
+    return null_bitmap(encoded, mariadb) + b"".join(v for v in encoded if v is not None)
+
+
+_INT_WIDTHS = {TINY: 1, SHORT: 2, INT24: 3, LONG: 4, LONGLONG: 8}
+
+
+def pack_value(real_type: int, meta: int, value, collation: int | None = None) -> bytes:
+    """One non-NULL column value of a row image as ``Field::pack`` writes it, for the real
+    type and metadata number of :func:`column_meta`:
+
+    * integers: little-endian two's complement of the column's width (``value`` signed or
+      unsigned); YEAR: one byte, the year - 1900 (0 for YEAR 0); ENUM/SET: the index or
+      member mask, little-endian in ``meta`` bytes; BIT: big-endian in the column's bytes
+      (``value`` an int or big-endian bytes);
+    * FLOAT, DOUBLE: IEEE little-endian; DECIMAL: :func:`decimal_bin` (``value`` a Decimal);
+    * DATE: :func:`date3` (a date, or a (y, m, d) tuple for zero dates); DATETIME(fsp):
+      :func:`datetime2` (a datetime or tuple); TIMESTAMP(fsp): :func:`timestamp2` from
+      microseconds since the epoch (0 is the zero timestamp); TIME(fsp): :func:`time2`
+      from signed microseconds;
+    * VARCHAR: a length of one byte, or two where the column's maximum exceeds 255 bytes;
+      CHAR/BINARY: the same, after the trailing pad characters (``Field_string::pack``:
+      zero bytes for the binary collation, spaces otherwise); BLOB, TEXT, JSON: a
+      ``meta``-byte length. ``value`` is bytes (JSON: :func:`json_binary`)."""
+    if real_type in _INT_WIDTHS:
+        width = _INT_WIDTHS[real_type]
+        return (value % (1 << (8 * width))).to_bytes(width, "little")
+    if real_type == YEAR:
+        return bytes([value - 1900 if value else 0])
+    if real_type in (ENUM, SET):
+        return value.to_bytes(meta, "little")
+    if real_type == BIT:
+        width = (meta >> 8) + (1 if meta & 0xFF else 0)
+        number = value if isinstance(value, int) else int.from_bytes(value, "big")
+        return number.to_bytes(width, "big")
+    if real_type == FLOAT:
+        return struct.pack("<f", value)
+    if real_type == DOUBLE:
+        return struct.pack("<d", value)
+    if real_type == NEWDECIMAL:
+        return decimal_bin(Decimal(value), meta & 0xFF, meta >> 8)
+    if real_type in (DATE, NEWDATE):
+        if isinstance(value, dt.date):
+            return date3(value.year, value.month, value.day)
+        return date3(*value)
+    if real_type == DATETIME2:
+        return datetime2(value, meta)
+    if real_type == TIMESTAMP2:
+        seconds, micros = divmod(value, 1_000_000)
+        return timestamp2(seconds, micros, meta)
+    if real_type == TIME2:
+        return time2(value, meta)
+    if real_type in (VARCHAR, VAR_STRING):
+        return (len(value)).to_bytes(1 if meta < 256 else 2, "little") + value
+    if real_type == STRING:
+        value = value.rstrip(b"\0" if collation == BINARY_COLLATION else b" ")
+        return (len(value)).to_bytes(1 if meta < 256 else 2, "little") + value
+    if real_type in (*BLOBS, JSON, GEOMETRY):
+        return len(value).to_bytes(meta, "little") + value
+    raise ValueError(f"no packing for column type {real_type}")
 
 
 # ---- events -------------------------------------------------------------------------
@@ -166,6 +237,69 @@ def format_description(checksum: bool = True, row_post_header: int = 10) -> byte
     return data + struct.pack("<I", zlib.crc32(data) if checksum else 0)
 
 
+def column_meta(real_type: int, meta: int) -> tuple[int, bytes]:
+    """The type byte and metadata bytes a TABLE_MAP writes for a column, from its real type
+    and its metadata as one number (the form ``cdc_source.binlog.table_map.Column`` holds):
+    ``Field::do_save_field_metadata``. CHAR, ENUM and SET are written as STRING with the
+    real type first; a CHAR longer than 255 bytes keeps the two high bits of its length in
+    the real-type byte (``real_type ^ ((length & 0x300) >> 4)``). DECIMAL's precision and
+    scale, BIT's bits and bytes and VARCHAR's length are two little-endian bytes."""
+    if real_type in (ENUM, SET):
+        return STRING, bytes([real_type, meta])
+    if real_type == STRING:
+        return STRING, bytes([STRING ^ ((meta & 0x300) >> 4), meta & 0xFF])
+    if real_type in (FLOAT, DOUBLE, TIMESTAMP2, DATETIME2, TIME2, JSON, GEOMETRY, *BLOBS):
+        return real_type, bytes([meta])
+    if real_type in (VARCHAR, VAR_STRING, BIT, NEWDECIMAL):
+        return real_type, meta.to_bytes(2, "little")
+    return real_type, b""
+
+
+def _is_character(column: tuple, mariadb: bool) -> bool:
+    """The columns of the DEFAULT_CHARSET/COLUMN_CHARSET field: CHAR, VARCHAR and the BLOB
+    types (MariaDB counts GEOMETRY too); ENUM and SET have a field of their own."""
+    kind, meta = column[1], column[2]
+    if kind == STRING:
+        return meta[0] not in (ENUM, SET)
+    return kind in (VARCHAR, VAR_STRING, *BLOBS) or (mariadb and kind == GEOMETRY)
+
+
+def _is_enum_or_set(column: tuple) -> bool:
+    return column[1] == STRING and column[2][0] in (ENUM, SET)
+
+
+def _charset_field(collations: list[int], default_kind: int, column_kind: int) -> bytes:
+    """``Table_map_log_event::init_charset_field``: the most used collation (the lowest
+    number among equals) is the default, and the field is written in the default form
+    (default, then (index among these columns, collation) for the others) unless listing
+    every column's collation is shorter, reckoned at one byte per number:
+    ``count < 1 + 2 * (count - uses of the default)``."""
+    if not collations:
+        return b""
+    uses: dict[int, int] = {}
+    for collation in collations:
+        uses[collation] = uses.get(collation, 0) + 1
+    default = min(uses, key=lambda collation: (-uses[collation], collation))
+    if len(collations) < 1 + 2 * (len(collations) - uses[default]):
+        value = b"".join(lenenc(collation) for collation in collations)
+        return bytes([column_kind]) + lenenc(len(value)) + value
+    value = lenenc(default) + b"".join(
+        lenenc(i) + lenenc(collation)
+        for i, collation in enumerate(collations)
+        if collation != default
+    )
+    return bytes([default_kind]) + lenenc(len(value)) + value
+
+
+def _collations(chosen: list[tuple]) -> list[int]:
+    """The collations (sixth item) of ``chosen``: all of them or, for callers that give
+    none, no charset field."""
+    given = [c[5] for c in chosen if len(c) > 5 and c[5] is not None]
+    if given and len(given) != len(chosen):
+        raise ValueError("give a collation for every character, ENUM and SET column or none")
+    return given
+
+
 def table_map_body(
     table_id: int,
     db: str,
@@ -174,35 +308,41 @@ def table_map_body(
     enum_values: list[list[str]] | None = None,
     set_values: list[list[str]] | None = None,
     primary_key: list[int] | None = None,
+    mariadb: bool = False,
+    visibility: bool = False,
 ) -> bytes:
-    """``columns``: (name, type, meta bytes, nullable, unsigned). The optional metadata
-    fields follow MySQL's ``Table_map_log_event`` (libbinlogevents rows_event.h,
-    ``Optional_metadata_field_type``): SET_STR_VALUE 5 and ENUM_STR_VALUE 6 list, per
-    column of that kind, a packed count then packed-length strings; SIMPLE_PRIMARY_KEY 8
-    lists packed column indexes."""
+    """``columns``: (name, type, meta bytes, nullable, unsigned[, collation]), type and meta
+    as :func:`column_meta` gives them. The optional metadata fields are written in the
+    order of ``Table_map_log_event::init_metadata_fields`` (binlog_row_metadata=FULL; MySQL's
+    libbinlogevents rows_event.h ``Optional_metadata_field_type``, which MariaDB 10.5+
+    shares): SIGNEDNESS 1 (when there is a numeric column), the character columns'
+    collations (DEFAULT_CHARSET 2 or COLUMN_CHARSET 3, when collations are given),
+    COLUMN_NAME 4, the ENUM/SET columns' collations (ENUM_AND_SET_DEFAULT_CHARSET 10 or
+    ENUM_AND_SET_COLUMN_CHARSET 11), SET_STR_VALUE 5 and ENUM_STR_VALUE 6 (per column of
+    that kind a packed count, then packed-length strings), SIMPLE_PRIMARY_KEY 8 (packed
+    column indexes) and, with ``visibility`` (MySQL 8.0.23+, every column visible),
+    COLUMN_VISIBILITY 12. ``mariadb``: GEOMETRY counts as a character column."""
     body = table_id.to_bytes(6, "little") + b"\x01\x00"
     body += bytes([len(db)]) + db.encode() + b"\0" + bytes([len(table)]) + table.encode() + b"\0"
     body += lenenc(len(columns)) + bytes(c[1] for c in columns)
     meta = b"".join(c[2] for c in columns)
     body += lenenc(len(meta)) + meta
-    nullable = bytearray((len(columns) + 7) // 8)
-    for i, c in enumerate(columns):
-        if c[3]:
-            nullable[i // 8] |= 1 << (i % 8)
-    body += bytes(nullable)
+    body += _bits([bool(c[3]) for c in columns], msb_first=False)
     numeric = [
         c
         for c in columns
         # MySQL's has_signedess_information_type: the numeric types and YEAR
         if c[1] in (TINY, SHORT, INT24, LONG, LONGLONG, FLOAT, DOUBLE, NEWDECIMAL, YEAR)
     ]
-    signedness = bytearray((len(numeric) + 7) // 8)
-    for i, c in enumerate(numeric):
-        if c[4]:
-            signedness[i // 8] |= 0x80 >> (i % 8)
-    body += b"\x01" + lenenc(len(signedness)) + bytes(signedness)
+    if numeric:
+        signedness = _bits([bool(c[4]) for c in numeric], msb_first=True)
+        body += b"\x01" + lenenc(len(signedness)) + signedness
+    character = [c for c in columns if _is_character(c, mariadb)]
+    body += _charset_field(_collations(character), 2, 3)
     names = b"".join(lenenc(len(c[0])) + c[0].encode() for c in columns)
     body += b"\x04" + lenenc(len(names)) + names
+    members = [c for c in columns if _is_enum_or_set(c)]
+    body += _charset_field(_collations(members), 10, 11)
     for kind, lists in ((5, set_values), (6, enum_values)):
         if lists is not None:
             value = b"".join(
@@ -214,32 +354,60 @@ def table_map_body(
     if primary_key is not None:
         value = b"".join(lenenc(i) for i in primary_key)
         body += b"\x08" + lenenc(len(value)) + value
+    if visibility:
+        value = _bits([True] * len(columns), msb_first=True)
+        body += b"\x0c" + lenenc(len(value)) + value
     return body
 
 
+def _bits(flags: list[bool], msb_first: bool) -> bytes:
+    """One bit per flag, eight to a byte: the optional metadata fields fill each byte from
+    its high bit, the nullable and null bitmaps from its low bit."""
+    out = bytearray((len(flags) + 7) // 8)
+    for i, flag in enumerate(flags):
+        if flag:
+            out[i // 8] |= (0x80 >> (i % 8)) if msb_first else (1 << (i % 8))
+    return bytes(out)
+
+
 def rows_body(
-    table_id: int, ncols: int, rows: bytes, update: bool, v2: bool, present: bytes | None = None
+    table_id: int,
+    ncols: int,
+    rows: bytes,
+    update: bool,
+    v2: bool,
+    present: bytes | None = None,
+    flags: int = 0x0001,
+    compressed: bool = False,
+    mariadb: bool = False,
 ) -> bytes:
-    body = table_id.to_bytes(6, "little") + b"\x01\x00"
+    """Post-header (table id, ``flags``: STMT_END_F by default; v2: an empty extra-data
+    field, its length counting itself), the column count, the columns-present bitmap(s),
+    then ``rows``; MariaDB's compressed rows events (``compressed``) zlib-compress the rows
+    (:func:`mariadb_compressed`). A bitmap of every column (``present`` None) has its bits
+    past the last column set as MySQL 9.7 writes it (``bitmap_set_all``) and clear as
+    MariaDB 10.11 does."""
+    if present is None:
+        present = b"\xff" * ((ncols + 7) // 8)
+        if mariadb and ncols % 8:
+            present = present[:-1] + bytes([(1 << (ncols % 8)) - 1])
+    body = table_id.to_bytes(6, "little") + struct.pack("<H", flags)
     if v2:
         body += b"\x02\x00"  # extra-data length counts itself: no extra data
-    full = (
-        present
-        if present is not None
-        else bytes(
-            [
-                (0xFF if (i + 1) * 8 <= ncols else (1 << (ncols % 8)) - 1)
-                for i in range((ncols + 7) // 8)
-            ]
-        )
-    )
-    body += lenenc(ncols) + full + (full if update else b"")
-    return body + rows
+    body += lenenc(ncols) + present + (present if update else b"")
+    return body + (mariadb_compressed(rows) if compressed else rows)
 
 
-def transaction_payload(inner_events: list[bytes], log_pos: int, compress: bool = True) -> bytes:
+def transaction_payload(
+    inner_events: list[bytes],
+    log_pos: int,
+    compress: bool = True,
+    timestamp: int = 1_700_000_000,
+    server_id: int = 1,
+) -> bytes:
     """MySQL TRANSACTION_PAYLOAD: lenenc (type, length, value) fields, an end mark, the
-    payload (one zstd frame of events without checksums)."""
+    payload (one zstd frame of events without checksums, at zstd's level 3, the server's
+    default binlog_transaction_compression_level_zstd)."""
     import zstandard
 
     raw = b"".join(inner_events)
@@ -253,7 +421,7 @@ def transaction_payload(inner_events: list[bytes], log_pos: int, compress: bool 
     if compress:
         body += field(3, len(raw))
     body += field(1, len(payload)) + lenenc(0) + payload
-    return event(40, body, log_pos)
+    return event(40, body, log_pos, timestamp=timestamp, server_id=server_id)
 
 
 def mariadb_compressed(data: bytes) -> bytes:
@@ -389,8 +557,11 @@ def _varlen(n: int) -> bytes:
 
 
 def json_binary(value) -> bytes:
-    """A Python value as MySQL binary JSON (type byte + value). ``Opaque`` for opaque."""
-    kind, data = _json_value(value, large=False)
+    """A Python value as MySQL binary JSON (type byte + value), laid out as the server's
+    ``json_binary::serialize`` does. ``Opaque`` for opaque values (:func:`opaque_decimal`,
+    :func:`opaque_datetime`, :func:`opaque_time` build the server's DECIMAL and temporal
+    ones)."""
+    kind, data = _json_value(value)
     return bytes([kind]) + data
 
 
@@ -399,7 +570,59 @@ class Opaque:
         self.field_type, self.data = field_type, data
 
 
-def _json_value(value, large: bool) -> tuple[int, bytes]:
+def opaque_decimal(value: Decimal, precision: int, scale: int) -> Opaque:
+    """A DECIMAL in JSON (``Json_decimal::get_binary``): precision and scale bytes, then
+    :func:`decimal_bin`. The precision is that of the server's ``my_decimal`` (integer
+    digits + scale), which depends on how the value was made (a DECIMAL(10,2) column's
+    value has 10; ``CAST(12.340 AS DECIMAL(10,3))`` has 12), so the caller gives it."""
+    return Opaque(NEWDECIMAL, bytes([precision, scale]) + decimal_bin(value, precision, scale))
+
+
+def opaque_datetime(
+    field_type: int, y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0, us: int = 0
+) -> Opaque:
+    """A DATE, DATETIME or TIMESTAMP in JSON (``Json_datetime::to_packed``): the packed
+    datetime (``TIME_to_longlong_datetime_packed``; a date's time is zero) as eight
+    little-endian bytes."""
+    ymd = ((y * 13 + mo) << 5) | d
+    hms = (h << 12) | (mi << 6) | s
+    return Opaque(field_type, struct.pack("<q", (((ymd << 17) | hms) << 24) + us))
+
+
+def opaque_time(micros: int) -> Opaque:
+    """A TIME in JSON: ``TIME_to_longlong_time_packed`` (hh:mm:ss packed, shifted, plus
+    the microseconds; negated for a negative time) as eight little-endian bytes."""
+    seconds, us = divmod(abs(micros), 1_000_000)
+    hms = ((seconds // 3600) << 12) | ((seconds // 60 % 60) << 6) | (seconds % 60)
+    packed = (hms << 24) + us
+    return Opaque(TIME, struct.pack("<q", -packed if micros < 0 else packed))
+
+
+_JSON_SMALL_MAX = 0xFFFF
+
+
+def _json_int(value: int) -> tuple[int, bytes]:
+    """An integer as the server's JSON parser types it (rapidjson hands a non-negative
+    number above 2^32 - 1 to ``Uint64``, which makes a ``Json_uint``; every other integer
+    is a ``Json_int``), then the narrowest of the type's 16/32/64-bit forms."""
+    if value > 0xFFFFFFFF:
+        if value >= 1 << 64:
+            raise ValueError(f"{value} is no JSON integer")
+        return 0x0A, struct.pack("<Q", value)
+    if -(1 << 15) <= value < 1 << 15:
+        return 0x05, struct.pack("<h", value)
+    if -(1 << 31) <= value < 1 << 31:
+        return 0x07, struct.pack("<i", value)
+    if -(1 << 63) <= value:
+        return 0x09, struct.pack("<q", value)
+    raise ValueError(f"{value} is no JSON integer")
+
+
+def _json_value(value, large: bool = False) -> tuple[int, bytes]:
+    """(type, value bytes). A container takes the small form (2-byte counts and offsets)
+    unless it does not fit in it; ``large`` forces the large form on this container only:
+    each nested one is small when it fits (``serialize_json_value`` tries small first
+    under a large parent)."""
     if isinstance(value, Opaque):
         return 0x0F, bytes([value.field_type]) + _varlen(len(value.data)) + value.data
     if value is None:
@@ -409,23 +632,24 @@ def _json_value(value, large: bool) -> tuple[int, bytes]:
     if value is False:
         return 0x04, b"\x02"
     if isinstance(value, int):
-        if -(1 << 15) <= value < 1 << 15:
-            return 0x05, struct.pack("<h", value)
-        if -(1 << 31) <= value < 1 << 31:
-            return 0x07, struct.pack("<i", value)
-        if -(1 << 63) <= value < 1 << 63:
-            return 0x09, struct.pack("<q", value)
-        return 0x0A, struct.pack("<Q", value)
+        return _json_int(value)
     if isinstance(value, float):
         return 0x0B, struct.pack("<d", value)
     if isinstance(value, str):
         data = value.encode()
         return 0x0C, _varlen(len(data)) + data
-    if isinstance(value, dict):
-        return _container(list(value.items()), True, large)
-    if isinstance(value, list):
-        return _container([(None, v) for v in value], False, large)
+    if isinstance(value, (dict, list)):
+        is_object = isinstance(value, dict)
+        items = list(value.items()) if is_object else [(None, v) for v in value]
+        if not large:
+            kind, data = _container(items, is_object, False)
+            if len(items) <= _JSON_SMALL_MAX and len(data) <= _JSON_SMALL_MAX:
+                return kind, data
+        return _container(items, is_object, True)
     raise TypeError(value)
+
+
+_INLINE = {0x04, 0x05, 0x06}  # literals and 16-bit integers; 32-bit ones in the large form
 
 
 def _container(items: list, is_object: bool, large: bool) -> tuple[int, bytes]:
@@ -442,24 +666,33 @@ def _container(items: list, is_object: bool, large: bool) -> tuple[int, bytes]:
     if is_object:
         for key, _ in items:
             encoded = key.encode()
-            key_entry_bytes += offset.to_bytes(size_len, "little") + struct.pack("<H", len(encoded))
+            key_entry_bytes += _offset(offset, size_len) + struct.pack("<H", len(encoded))
             keys += encoded
             offset += len(encoded)
     values = b""
     value_entry_bytes = b""
     for _, v in items:
-        kind, data = _json_value(v, large)
-        inline = kind == 0x04 or kind in (0x05, 0x06) or (large and kind in (0x07, 0x08))
-        if inline:
-            value_entry_bytes += bytes([kind]) + data.ljust(size_len, b"\0")[:size_len]
+        kind, data = _json_value(v)
+        if kind in _INLINE or (large and kind in (0x07, 0x08)):
+            # attempt_inline_value: the value as a signed number of the entry's width
+            # (a negative 16-bit integer fills all four bytes in the large form)
+            number = data[0] if kind == 0x04 else int.from_bytes(data, "little", signed=True)
+            value_entry_bytes += bytes([kind]) + number.to_bytes(size_len, "little", signed=True)
         else:
-            value_entry_bytes += bytes([kind]) + offset.to_bytes(size_len, "little")
+            value_entry_bytes += bytes([kind]) + _offset(offset, size_len)
             values += data
             offset += len(data)
     body = key_entry_bytes + value_entry_bytes + keys + values
     total = header + len(body)
     kind = (0x00 if is_object else 0x02) + (1 if large else 0)
-    return kind, count.to_bytes(size_len, "little") + total.to_bytes(size_len, "little") + body
+    head = _offset(count, size_len) + _offset(total, size_len)
+    return kind, head + body
+
+
+def _offset(number: int, size_len: int) -> bytes:
+    """A count, size or offset of a container; one past the small form's 2 bytes is
+    written truncated here and makes :func:`_json_value` take the large form."""
+    return (number & ((1 << (8 * size_len)) - 1)).to_bytes(size_len, "little")
 
 
 class BinlogFile:

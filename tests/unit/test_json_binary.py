@@ -31,44 +31,77 @@ def _packed_time(negative, h, mi, s, us) -> bytes:
     return struct.pack("<q", -value if negative else value)
 
 
+# The documents built here are also the ones tests/unit/test_binlog_encoder_matches_servers.py
+# finds in the real servers' binlog corpus and checks byte for byte against the encoder.
+SCALARS_AND_CONTAINERS = {
+    "int16": -5,
+    "uint-ish": 40000,
+    "int32": -2_000_000_000,
+    "int64": 9_000_000_000_000,
+    "uint64": 18_000_000_000_000_000_000,
+    "double": 2.5,
+    "text": "Grüße 🙂",
+    "flags": [True, False, None],
+    "nested": {"a": [1, {"b": "c"}], "": []},
+}
+LARGE_OBJECT = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}  # > 64 KiB
+CANONICAL_DOCUMENT = {"b": [1, 2.5, "x"], "a": None}
+
+
 def test_scalars_and_containers_decode_to_the_values_encoded():
-    document = {
-        "int16": -5,
-        "uint-ish": 40000,
-        "int32": -2_000_000_000,
-        "int64": 9_000_000_000_000,
-        "uint64": 18_000_000_000_000_000_000,
-        "double": 2.5,
-        "text": "Grüße 🙂",
-        "flags": [True, False, None],
-        "nested": {"a": [1, {"b": "c"}], "": []},
-    }
+    document = SCALARS_AND_CONTAINERS
     assert decode(enc.json_binary(document)) == document
 
 
 def test_large_containers_with_inlined_32_bit_integers():
-    big = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}  # > 64 KiB
+    big = LARGE_OBJECT
     kind, body = enc._json_value(big, large=True)
     assert kind == 0x01
     assert decode(bytes([kind]) + body) == big
 
 
-@pytest.mark.parametrize(
-    "opaque, printed",
-    [
-        (
-            enc.Opaque(T_NEWDECIMAL, bytes([10, 2]) + enc.decimal_bin(Decimal("-12.50"), 10, 2)),
-            -12.5,
-        ),
-        (
-            enc.Opaque(T_DATETIME, _packed_datetime(2024, 2, 29, 23, 59, 58, 125000)),
-            "2024-02-29 23:59:58.125000",
-        ),
-        (enc.Opaque(T_DATE, _packed_datetime(2001, 12, 31, 0, 0, 0, 0)), "2001-12-31"),
-        (enc.Opaque(T_TIME, _packed_time(True, 838, 59, 59, 0)), "-838:59:59.000000"),
-        (enc.Opaque(T_BLOB, b"\x00\xff"), "base64:type252:AP8="),
-    ],
-)
+def test_a_document_over_64_kib_takes_the_large_form_and_its_small_children_stay_small():
+    kind, body = enc._json_value(LARGE_OBJECT)
+    assert kind == 0x01  # too big for 2-byte offsets
+    first_value_entry = 8 + 800 * 6
+    assert body[first_value_entry] == 0x02  # a small array inside the large object
+    assert decode(bytes([kind]) + body) == LARGE_OBJECT
+
+
+def test_negative_16_bit_integers_inlined_in_the_large_form_fill_the_entry():
+    kind, body = enc._json_value([-5, True, 40000, "s"], large=True)
+    assert kind == 0x03
+    entries = body[8 : 8 + 4 * 5]
+    assert entries[:5] == b"\x05\xfb\xff\xff\xff"  # int16 -5, sign-extended to 4 bytes
+    assert entries[5:10] == b"\x04\x01\x00\x00\x00"  # true
+    assert entries[10:15] == b"\x07\x40\x9c\x00\x00"  # int32 40000, inlined
+    assert decode(bytes([kind]) + body) == [-5, True, 40000, "s"]
+
+
+def test_integers_are_typed_as_the_servers_json_parser_types_them():
+    document = [-5, 65535, 4294967295, 4294967296, -2147483649]
+    data = enc.json_binary(document)
+    kinds = [data[1 + 4 + 3 * i] for i in range(len(document))]
+    assert kinds == [0x05, 0x07, 0x09, 0x0A, 0x09]  # over 2^32 - 1: UINT64, as rapidjson
+    assert decode(data) == document
+
+
+OPAQUE_CASES = [
+    (
+        enc.Opaque(T_NEWDECIMAL, bytes([10, 2]) + enc.decimal_bin(Decimal("-12.50"), 10, 2)),
+        -12.5,
+    ),
+    (
+        enc.Opaque(T_DATETIME, _packed_datetime(2024, 2, 29, 23, 59, 58, 125000)),
+        "2024-02-29 23:59:58.125000",
+    ),
+    (enc.Opaque(T_DATE, _packed_datetime(2001, 12, 31, 0, 0, 0, 0)), "2001-12-31"),
+    (enc.Opaque(T_TIME, _packed_time(True, 838, 59, 59, 0)), "-838:59:59.000000"),
+    (enc.Opaque(T_BLOB, b"\x00\xff"), "base64:type252:AP8="),
+]
+
+
+@pytest.mark.parametrize("opaque, printed", OPAQUE_CASES)
 def test_opaque_values_read_as_the_server_prints_them(opaque, printed):
     assert decode(enc.json_binary({"v": opaque})) == {"v": printed}
 
@@ -78,7 +111,7 @@ def test_the_canonical_text_matches_the_snapshot_form():
     from cdc_source.catalog import ColumnSpec
     from reader.binlog_columns import canonical_column
 
-    document = {"b": [1, 2.5, "x"], "a": None}
+    document = CANONICAL_DOCUMENT
     column = Column("doc", 245, 4, False, True, None)
     spec = ColumnSpec("doc", "json", "json", True)
     out = canonical_column(spec, column, pa.array([enc.json_binary(document), None]), pa.string())
