@@ -35,6 +35,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidState
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
+from cdc_source.options import SourceOptions
 from cdc_source.retry import RetryPolicy
 from coordinator.ddl_scan import STATEMENT_EVENTS, RangeStatements
 from coordinator.gtid_tracker import check_reached
@@ -60,6 +61,17 @@ class StreamLimit:
     @property
     def unbounded(self) -> bool:
         return self.rows is None and self.bytes is None
+
+
+def stream_limit(
+    options: SourceOptions, max_rows: int | None, max_bytes: int | None
+) -> StreamLimit:
+    """A stream batch's limit: ``scan.binlog.max-rows-per-batch``, within Spark's
+    ReadMaxRows / ReadMaxBytes if it passed one."""
+    rows = options.binlog_rows_per_batch
+    if max_rows is not None:
+        rows = max_rows if rows is None else min(rows, max_rows)
+    return StreamLimit(rows, max_bytes)
 
 
 class BatchEnds:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from cdc_source.catalog import TableSchema
 from cdc_source.keys import key_from_json, key_to_json
 from cdc_source.offsets import BinlogPosition, SnapshotCursor, SourceOffset
+from cdc_source.options import SourceOptions
 from cdc_source.partitions import ChunkSpec
 from coordinator.registry import PlannedBatch, SplitRegistry
 from coordinator.splitter import BoundarySource
@@ -69,6 +70,22 @@ class BatchBudget:
             and (self.rows is None or rows <= self.rows)
             and (self.bytes is None or size <= self.bytes)
         )
+
+
+def batch_budget(
+    options: SourceOptions, max_rows: int | None, max_bytes: int | None
+) -> BatchBudget:
+    """The next snapshot batch's size: the options' budget (an explicit chunk count, or
+    rows and bytes), within Spark's ReadMaxRows / ReadMaxBytes if it passed one."""
+    if options.chunks_per_batch is not None:
+        rows, size = None, None
+    else:
+        rows, size = options.rows_per_batch, options.bytes_per_batch
+    if max_rows is not None:
+        rows = max_rows if rows is None else min(rows, max_rows)
+    if max_bytes is not None:
+        size = max_bytes if size is None else min(size, max_bytes)
+    return BatchBudget(options.chunks_per_batch, rows, size)
 
 
 class Planner:

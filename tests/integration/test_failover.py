@@ -255,6 +255,7 @@ def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, 
     from coordinator.ddl_scan import DdlScan
     from coordinator.driver import QueryDriver
     from coordinator.gtid_tracker import GtidTracker
+    from coordinator.server_link import ServerLink
     from coordinator.xa_watermark import XaWatermark
 
     pair = steady_pair
@@ -282,7 +283,7 @@ def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, 
             pair.wait_caught_up()
             port = pair.replica.info.port
             owner, name = {
-                "head": (QueryDriver, "_head"),
+                "head": (ServerLink, "head"),
                 "xa": (XaWatermark, "at"),
                 "gtids": (GtidTracker, "at"),
                 "statements": (DdlScan, "riding"),

@@ -306,13 +306,12 @@ def test_chunks_hold_about_16_mib_of_rows_unless_the_size_is_set():
 def test_the_driver_budget_is_the_options_within_sparks_read_limits():
     from types import SimpleNamespace
 
-    from coordinator.driver import QueryDriver
+    from coordinator.planner import batch_budget
 
     def budget(max_rows=None, max_bytes=None, **options):
         values = {"chunks_per_batch": None, "rows_per_batch": 2_000_000, "bytes_per_batch": 1 << 30}
         values.update(options)
-        holder = SimpleNamespace(options=SimpleNamespace(**values))
-        return QueryDriver._budget(holder, max_rows, max_bytes)
+        return batch_budget(SimpleNamespace(**values), max_rows, max_bytes)
 
     assert budget() == BatchBudget(None, 2_000_000, 1 << 30)
     assert budget(max_rows=500, max_bytes=10_000) == BatchBudget(None, 500, 10_000)
