@@ -35,6 +35,12 @@ import sys
 from pathlib import Path
 
 from cdc_source.embedded_server import EmbeddedServer
+from tests.support.json_documents import (
+    CANONICAL_DOCUMENT,
+    LARGE_ARRAY,
+    LARGE_OBJECT,
+    SCALARS_AND_CONTAINERS,
+)
 from tests.support.mysql_dist import ensure
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,21 +237,8 @@ JSON_ROWS = [
     + ", ".join(
         f"({id_}, '{json.dumps(document, ensure_ascii=False)}')"
         for id_, document in (
-            (
-                20,
-                {
-                    "int16": -5,
-                    "uint-ish": 40000,
-                    "int32": -2_000_000_000,
-                    "int64": 9_000_000_000_000,
-                    "uint64": 18_000_000_000_000_000_000,
-                    "double": 2.5,
-                    "text": "Grüße 🙂",
-                    "flags": [True, False, None],
-                    "nested": {"a": [1, {"b": "c"}], "": []},
-                },
-            ),
-            (21, {"b": [1, 2.5, "x"], "a": None}),
+            (20, SCALARS_AND_CONTAINERS),
+            (21, CANONICAL_DOCUMENT),
             (22, {"bb": 1, "a": [], "ab": {"z": -1, "y": 70000}, "b": "s", "": None, "ba": -1.25}),
             (23, [65535, 32768, -32769, 2147483648, 4294967295, 4294967296, -2147483649]),
             (24, -5),  # top-level integers are never inlined
@@ -277,8 +270,6 @@ JSON_ROWS = [
 # inlined) with small containers nested in them, in one zstd-compressed transaction of a
 # binlog file of their own (large-json/): the dump tool's listing of them would be
 # larger than the rest of the corpus. The object is the one test_json_binary.py builds.
-LARGE_OBJECT = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}
-LARGE_ARRAY = [-5, 40000, -70000, True, False, None, 1.5, "s", 2**40, -(2**40), LARGE_OBJECT]
 
 LARGE_JSON_ROWS = [
     "SET SESSION binlog_transaction_compression = ON",

@@ -108,9 +108,8 @@ from cdc_source.binlog.rows_event import parse_rows_event
 from cdc_source.binlog.table_map import Column, TableMap, TableMaps, table_id_of
 from reader import json_binary
 from reader.row_decoding import RowSink, native_available
+from tests.support.binlog_corpus import CORPUS, FLAVOURS
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "binlog"
-FLAVOURS = sorted(p.name for p in CORPUS.iterdir() if (p / "VERSION").is_file())
 MAGIC = b"\xfebin"
 EPOCH = dt.datetime(1970, 1, 1)
 

@@ -95,10 +95,9 @@ from cdc_source.binlog.table_map import Column, TableMap, parse_table_map, table
 from reader import json_binary
 from reader.row_decoding import RowSink
 from tests.support import binlog_encoder as enc
-from tests.unit import test_json_binary
+from tests.support import json_documents
+from tests.support.binlog_corpus import CORPUS, FLAVOURS
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "binlog"
-FLAVOURS = sorted(p.name for p in CORPUS.iterdir() if (p / "VERSION").is_file())
 EPOCH = dt.datetime(1970, 1, 1)
 
 # The collation the recorder's ENUM and SET columns get from the server's defaults.
@@ -570,11 +569,11 @@ def test_the_corpus_holds_the_shapes_the_encoder_must_match():
 def test_the_documents_test_json_binary_builds_are_the_servers():
     documents = compare("mysql-9.7").json_documents
     built = [
-        enc.json_binary(test_json_binary.SCALARS_AND_CONTAINERS),
-        enc.json_binary(test_json_binary.CANONICAL_DOCUMENT),
-        bytes([0x01]) + enc._json_value(test_json_binary.LARGE_OBJECT, large=True)[1],
-        enc.json_binary(test_json_binary.LARGE_OBJECT),
-        *(enc.json_binary({"v": opaque}) for opaque, _ in test_json_binary.OPAQUE_CASES),
+        enc.json_binary(json_documents.SCALARS_AND_CONTAINERS),
+        enc.json_binary(json_documents.CANONICAL_DOCUMENT),
+        bytes([0x01]) + enc._json_value(json_documents.LARGE_OBJECT, large=True)[1],
+        enc.json_binary(json_documents.LARGE_OBJECT),
+        *(enc.json_binary({"v": opaque}) for opaque, _ in json_documents.OPAQUE_CASES),
     ]
     missing = [data[:40].hex() for data in built if data not in documents]
     assert not missing, missing

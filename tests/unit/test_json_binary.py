@@ -6,8 +6,6 @@ prints them, and damaged documents refused."""
 from __future__ import annotations
 
 import json
-import struct
-from decimal import Decimal
 
 import pyarrow as pa
 import pytest
@@ -16,36 +14,12 @@ from hypothesis import strategies as st
 
 from reader.json_binary import JsonBinaryError, decode
 from tests.support import binlog_encoder as enc
-
-T_NEWDECIMAL, T_DATE, T_TIME, T_DATETIME, T_BLOB = 246, 10, 11, 12, 252
-
-
-def _packed_datetime(y, mo, d, h, mi, s, us) -> bytes:
-    ymd = ((y * 13 + mo) << 5) | d
-    hms = (h << 12) | (mi << 6) | s
-    return struct.pack("<q", (((ymd << 17) | hms) << 24) + us)
-
-
-def _packed_time(negative, h, mi, s, us) -> bytes:
-    value = (((h << 12) | (mi << 6) | s) << 24) + us
-    return struct.pack("<q", -value if negative else value)
-
-
-# The documents built here are also the ones tests/unit/test_binlog_encoder_matches_servers.py
-# finds in the real servers' binlog corpus and checks byte for byte against the encoder.
-SCALARS_AND_CONTAINERS = {
-    "int16": -5,
-    "uint-ish": 40000,
-    "int32": -2_000_000_000,
-    "int64": 9_000_000_000_000,
-    "uint64": 18_000_000_000_000_000_000,
-    "double": 2.5,
-    "text": "Grüße 🙂",
-    "flags": [True, False, None],
-    "nested": {"a": [1, {"b": "c"}], "": []},
-}
-LARGE_OBJECT = {f"key{i:05d}": [i, -i * 70000, "x" * 50] for i in range(800)}  # > 64 KiB
-CANONICAL_DOCUMENT = {"b": [1, 2.5, "x"], "a": None}
+from tests.support.json_documents import (
+    CANONICAL_DOCUMENT,
+    LARGE_OBJECT,
+    OPAQUE_CASES,
+    SCALARS_AND_CONTAINERS,
+)
 
 
 def test_scalars_and_containers_decode_to_the_values_encoded():
@@ -84,21 +58,6 @@ def test_integers_are_typed_as_the_servers_json_parser_types_them():
     kinds = [data[1 + 4 + 3 * i] for i in range(len(document))]
     assert kinds == [0x05, 0x07, 0x09, 0x0A, 0x09]  # over 2^32 - 1: UINT64, as rapidjson
     assert decode(data) == document
-
-
-OPAQUE_CASES = [
-    (
-        enc.Opaque(T_NEWDECIMAL, bytes([10, 2]) + enc.decimal_bin(Decimal("-12.50"), 10, 2)),
-        -12.5,
-    ),
-    (
-        enc.Opaque(T_DATETIME, _packed_datetime(2024, 2, 29, 23, 59, 58, 125000)),
-        "2024-02-29 23:59:58.125000",
-    ),
-    (enc.Opaque(T_DATE, _packed_datetime(2001, 12, 31, 0, 0, 0, 0)), "2001-12-31"),
-    (enc.Opaque(T_TIME, _packed_time(True, 838, 59, 59, 0)), "-838:59:59.000000"),
-    (enc.Opaque(T_BLOB, b"\x00\xff"), "base64:type252:AP8="),
-]
 
 
 @pytest.mark.parametrize("opaque, printed", OPAQUE_CASES)
