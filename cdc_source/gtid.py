@@ -27,7 +27,7 @@ transaction filtered or skipped on a replica), never the number of transactions.
 GTID set of a healthy topology is one interval per source. :func:`compact` stores a
 long set in a binary form (about 30 bytes a source, 3 to 4 a gap), which keeps an offset
 under 1 KiB for a set of up to about 25 sources or 200 gaps (measured in
-``tests/unit/test_gtid.py``); a larger set is stored whole and the driver warns.
+``tests/unit/cdc_source/test_gtid.py``); a larger set is stored whole and the driver warns.
 """
 
 from __future__ import annotations

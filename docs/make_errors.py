@@ -1,6 +1,6 @@
 """Writes docs/errors.md: every error the package raises, read from its code, grouped by
 exception class with what causes it and what to do. ``python docs/make_errors.py``;
-tests/unit/test_docs_errors.py fails when the file is out of date, so a new ``raise``
+tests/unit/project/test_docs_errors.py fails when the file is out of date, so a new ``raise``
 needs a line here (its class's cause and fix) and a regeneration."""
 
 from __future__ import annotations

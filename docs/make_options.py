@@ -1,5 +1,5 @@
 """Writes docs/options.md: every option of the source, from its one declaration in
-cdc_source/option_table.py. ``python docs/make_options.py``; tests/unit/test_docs_options.py
+cdc_source/option_table.py. ``python docs/make_options.py``; tests/unit/project/test_docs_options.py
 fails when the file is out of date."""
 
 from __future__ import annotations

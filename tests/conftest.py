@@ -12,7 +12,7 @@ settings.load_profile("cdc-mysql")
 
 
 def pytest_report_header(config) -> str:
-    """Which server the integration tests run on (tests/integration/server.py)."""
+    """Which server the integration tests run on (tests/support/server.py)."""
     if os.environ.get("CDC_MYSQL_TEST_URL"):
         return "integration server: external (CDC_MYSQL_TEST_URL)"
     flavour = os.environ.get("CDC_MYSQL_TEST_FLAVOUR") or "mariadb"

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.integration.server import TEST_URL_ENV, TestServer, suite_flavour
+from tests.support.server import TEST_URL_ENV, TestServer, suite_flavour
 
 
 @pytest.fixture(scope="session")

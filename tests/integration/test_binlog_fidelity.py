@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from cdc_source.embedded_server import EmbeddedServer
-from tests.integration.streams import StreamRun, read_output, wait_for
-from tests.integration.test_types import COLUMNS, NAMES, ROWS
+from tests.support.streams import StreamRun, read_output, wait_for
+from tests.support.typed_rows import COLUMNS, NAMES, ROWS
 
 ZERO_DATES = "zd DATE NULL, zdt DATETIME(3) NULL, zts TIMESTAMP(2) NULL, marker INT NULL"
 
@@ -269,7 +269,7 @@ def test_xa_committed_while_the_snapshot_runs_is_exact(server, spark, tmp_path):
 
 
 def _committed_offsets(run) -> list[dict]:
-    from tests.integration.streams import committed_batches, source_offsets
+    from tests.support.streams import committed_batches, source_offsets
 
     done = committed_batches(run.checkpoint)
     return [o for batch, o in source_offsets(run.checkpoint).items() if batch in done]

@@ -12,8 +12,8 @@ import time
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from tests.integration.streams import StreamRun, largest_offset_bytes, read_output
-from tests.integration.workload import (
+from tests.support.streams import StreamRun, largest_offset_bytes, read_output
+from tests.support.workload import (
     AUTO_INCREMENT,
     COMPOSITE,
     Writer,

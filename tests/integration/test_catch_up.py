@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from tests.integration.streams import StreamRun, largest_offset_bytes, read_output, source_offsets
+from tests.support.streams import StreamRun, largest_offset_bytes, read_output, source_offsets
 
 ONE_DECODER = True  # the batch ends are the driver's; decoding is tested elsewhere
 

@@ -2,7 +2,7 @@
 changed here): each requirement it can show is seen OK and, with the setting or grant
 changed, WARN or FAIL with its fix; the exit status and ``--json`` follow. Requirements
 MariaDB cannot produce (an old version, MySQL's GTID mode and PARTIAL_JSON, RDS
-retention) are covered by tests/unit/test_requirements.py with recorded outputs."""
+retention) are covered by tests/unit/cdc_source/test_requirements.py with recorded outputs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import re
 import pytest
 
 from cdc_source.check_command import check, main
-from tests.integration.server import embedded_server, seq_rows
+from tests.support.server import embedded_server, seq_rows
 
 ONE_DECODER = True  # no binlog rows are decoded here
 

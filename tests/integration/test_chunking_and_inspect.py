@@ -16,7 +16,7 @@ from cdc_source.options import parse_options
 from cdc_source.preflight import check_tables
 from coordinator.planner import Planner
 from coordinator.splitter import ServerBoundarySource
-from tests.integration.streams import StreamRun, read_output
+from tests.support.streams import StreamRun, read_output
 
 CHUNK = 100
 

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from tests.integration.streams import (
+from tests.support.streams import (
     batches_committed,
     handover_batch,
     read_output,
     server_head,
 )
-from tests.integration.workload import COMPOSITE, Writer, check_exactly_once, load
+from tests.support.workload import COMPOSITE, Writer, check_exactly_once, load
 
 ONE_DECODER = True
 ROWS = 30_000
@@ -54,7 +54,7 @@ def test_exactly_once_on_a_local_cluster_with_separate_executor_jvms(server, spa
     writer.start()
     log = open(tmp_path / "cluster.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.cluster_query"]
+        [sys.executable, "-m", "tests.support.cluster_query"]
         + [str(options_path), str(checkpoint), str(out), str(control)],
         cwd=REPO,
         stdout=log,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.streams import (
+from tests.support.streams import (
     InjectedFailure,
     StreamRun,
     committed_batches,
@@ -16,7 +16,7 @@ from tests.integration.streams import (
     stream_past_handover,
     wait_for,
 )
-from tests.integration.workload import (
+from tests.support.workload import (
     AUTO_INCREMENT,
     COMPOSITE,
     Writer,

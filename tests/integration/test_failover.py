@@ -26,9 +26,9 @@ import time
 import pytest
 
 from cdc_source.gtid import GtidSet
-from tests.integration.faults import EnduringWriter
-from tests.integration.replication import ReplicatedPair, SwitchingProxy
-from tests.integration.streams import (
+from tests.support.faults import EnduringWriter
+from tests.support.replication import ReplicatedPair, SwitchingProxy
+from tests.support.streams import (
     StreamRun,
     batches_committed,
     committed_batches,
@@ -39,7 +39,7 @@ from tests.integration.streams import (
     wait_caught_up,
     wait_for,
 )
-from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
+from tests.support.workload import AUTO_INCREMENT, check_exactly_once, load
 
 ONE_DECODER = True
 DATABASE = "failover"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 
-from tests.integration.faults import (
+from tests.support.faults import (
     CuttingProxy,
     EnduringWriter,
     kill_python_workers,
 )
-from tests.integration.server import TEST_USER, TestServer
-from tests.integration.streams import (
+from tests.support.server import TEST_USER, TestServer
+from tests.support.streams import (
     StreamRun,
     batches_committed,
     handover_batch,
@@ -27,7 +27,7 @@ from tests.integration.streams import (
     wait_caught_up,
     wait_for,
 )
-from tests.integration.workload import AUTO_INCREMENT, COMPOSITE, check_exactly_once, load
+from tests.support.workload import AUTO_INCREMENT, COMPOSITE, check_exactly_once, load
 
 ONE_DECODER = True
 ROWS = 40_000

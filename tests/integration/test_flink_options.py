@@ -13,7 +13,7 @@ import pytest
 from cdc_source.datasource import discover
 from cdc_source.options import OptionError, parse_options
 from cdc_source.preflight import PreflightError
-from tests.integration.streams import (
+from tests.support.streams import (
     StreamRun,
     largest_offset_bytes,
     read_output,

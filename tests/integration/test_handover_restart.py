@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.streams import (
+from tests.support.streams import (
     StreamRun,
     committed_batches,
     coordinator_states,
@@ -18,7 +18,7 @@ from tests.integration.streams import (
     source_offsets,
     wait_for,
 )
-from tests.integration.workload import AUTO_INCREMENT, Writer, check_exactly_once, load
+from tests.support.workload import AUTO_INCREMENT, Writer, check_exactly_once, load
 
 ROWS = 20_000
 OPTIONS = {"scan.incremental.snapshot.chunk.size": "1000", "scan.snapshot.chunks-per-batch": "6"}

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from cdc_source.inspect.watch import FRAME_SEPARATOR
-from tests.integration.streams import StreamRun, committed_batches, source_offsets, wait_for
+from tests.support.streams import StreamRun, committed_batches, source_offsets, wait_for
 
 ONE_DECODER = True  # the view reads the checkpoint and the server, not decoded rows
 HELD_BATCH = 2

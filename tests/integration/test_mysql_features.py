@@ -9,8 +9,8 @@ import pytest
 from cdc_source.mysql_client import connect
 from cdc_source.options import parse_options
 from reader.snapshot_connection import open_snapshot_connection
-from tests.integration.server import TEST_PASSWORD, TEST_USER, suite_flavour
-from tests.integration.streams import StreamRun, read_output
+from tests.support.server import TEST_PASSWORD, TEST_USER, suite_flavour
+from tests.support.streams import StreamRun, read_output
 
 pytestmark = pytest.mark.skipif(
     suite_flavour() != "mysql", reason="MySQL's own features: the MySQL leg runs them"

@@ -18,7 +18,7 @@ from cdc_source.chunk_key import OPTION
 from cdc_source.mysql_client import connect, read_head
 from cdc_source.offsets import file_number
 from cdc_source.options import parse_options
-from tests.integration.streams import (
+from tests.support.streams import (
     StreamRun,
     committed_batches,
     handover_batch,
@@ -27,7 +27,7 @@ from tests.integration.streams import (
     stream_past_handover,
     wait_for,
 )
-from tests.integration.workload import TableKind, Writer, check_exactly_once
+from tests.support.workload import TableKind, Writer, check_exactly_once
 
 ROWS = 20_000
 # ``serial`` is unique and NOT NULL too, and declared first: the server reports it as the

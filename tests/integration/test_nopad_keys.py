@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from cdc_source.catalog import discover_tables
-from tests.integration.streams import StreamRun, handover_batch, read_output, wait_for
+from tests.support.streams import StreamRun, handover_batch, read_output, wait_for
 
 ONE_DECODER = True  # the pad attribute is the catalog's, not the row decoder's
 

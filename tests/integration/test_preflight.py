@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from tests.integration.server import embedded_server
-from tests.integration.streams import StreamRun, source_offsets
+from tests.support.server import embedded_server
+from tests.support.streams import StreamRun, source_offsets
 
 ONE_DECODER = True  # preflight checks run before any row is decoded
 

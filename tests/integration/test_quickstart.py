@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.integration.server import suite_flavour
+from tests.support.server import suite_flavour
 
 ONE_DECODER = True  # the quickstart picks its own decoder (the default)
 

@@ -1,4 +1,4 @@
-"""The fail-over harness itself (:mod:`tests.integration.replication`): the replica has the
+"""The fail-over harness itself (:mod:`tests.support.replication`): the replica has the
 primary's rows and GTIDs in a binlog of its own, the proxy carries connections (a binlog
 dump byte for byte, many at once) and resets them all at a switch, and a promoted replica
 takes writes under its own server id. The tests run in file order: the last promotes."""
@@ -15,14 +15,14 @@ import pytest
 from cdc_source.binlog.framing import take_payload
 from cdc_source.binlog.transport import COM_BINLOG_DUMP, prepare_dump_session
 from cdc_source.gtid import GtidSet
-from tests.integration.replication import (
+from tests.support.replication import (
     ReplicatedPair,
     SwitchingProxy,
     binlog_gtids,
     binlog_status,
     proxy_connect,
 )
-from tests.integration.streams import wait_for
+from tests.support.streams import wait_for
 
 ONE_DECODER = True  # no binlog rows are decoded here
 

@@ -17,8 +17,8 @@ from decimal import Decimal
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from tests.integration.server import TEST_PASSWORD
-from tests.integration.streams import (
+from tests.support.server import TEST_PASSWORD
+from tests.support.streams import (
     StreamRun,
     committed_batches,
     largest_offset_bytes,

@@ -19,7 +19,7 @@ from cdc_source.options import parse_options
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from reader import snapshot_connection
 from reader.task_runner import run_task
-from tests.integration.test_types import COLUMNS, NAMES, ROWS
+from tests.support.typed_rows import COLUMNS, NAMES, ROWS
 
 ONE_DECODER = True  # the binlog is read only to normalize: either decoder does
 

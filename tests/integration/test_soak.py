@@ -1,7 +1,7 @@
 """Forty seconds of steady writes with a fault every 10 seconds (server restart, every
 connection cut, workers killed), the query never restarted: exact at the end, and memory
-and offsets do not grow with the run. ``bench/soak.py`` is the 30-minute
-version (CDC_MYSQL_SOAK_SECONDS lengthens this one); the suite keeps it short to stay
+and offsets do not grow with the run. ``python -m tests.support.soak`` is the
+30-minute version (CDC_MYSQL_SOAK_SECONDS lengthens this one); the suite keeps it short to stay
 under its time budget."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.integration.soak import FAULTS, run_soak
+from tests.support.soak import FAULTS, run_soak
 
 ONE_DECODER = True
 SOAK_SECONDS = float(os.environ.get("CDC_MYSQL_SOAK_SECONDS", "40"))

@@ -17,7 +17,7 @@ from cdc_source.options import parse_options
 from cdc_source.preflight import run_preflight
 from coordinator.driver import QueryDriver
 from coordinator.startup import StartupPositionError
-from tests.integration.streams import (
+from tests.support.streams import (
     StreamRun,
     committed_batches,
     handover_batch,

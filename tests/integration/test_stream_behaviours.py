@@ -9,8 +9,8 @@ import threading
 import pymysql
 import pytest
 
-from tests.integration.streams import StreamRun, handover_batch, read_output, wait_for
-from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
+from tests.support.streams import StreamRun, handover_batch, read_output, wait_for
+from tests.support.workload import AUTO_INCREMENT, check_exactly_once, load
 
 
 def test_latest_offset_mode_streams_only_changes_after_the_start(server, spark, tmp_path):

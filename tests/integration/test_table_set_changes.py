@@ -22,8 +22,8 @@ import time
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from tests.integration.server import TEST_URL_ENV, TestServer
-from tests.integration.streams import (
+from tests.support.server import TEST_URL_ENV, TestServer
+from tests.support.streams import (
     StreamRun,
     handover_batch,
     largest_offset_bytes,

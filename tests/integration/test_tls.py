@@ -19,10 +19,10 @@ from cdc_source.mysql_client import SourceConnectionError, connect, read_head
 from cdc_source.options import parse_options
 from cdc_source.tls import pymysql_encrypted, session_cipher
 from reader.snapshot_connection import SnapshotClientError, open_snapshot_connection
-from tests.integration.server import TEST_PASSWORD, TEST_URL_ENV, TEST_USER, TestServer
-from tests.integration.streams import StreamRun, read_output
-from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
 from tests.support.certs import make_tls_files, server_args
+from tests.support.server import TEST_PASSWORD, TEST_URL_ENV, TEST_USER, TestServer
+from tests.support.streams import StreamRun, read_output
+from tests.support.workload import AUTO_INCREMENT, check_exactly_once, load
 
 ONE_DECODER = True  # what is tested here does not depend on the row decoder
 

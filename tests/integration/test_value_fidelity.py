@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from tests.integration.streams import StreamRun, read_output
+from tests.support.streams import StreamRun, read_output
 
 TINYINT1_OPTION = "treat-tinyint1-as-boolean.enabled"
 PERMISSIVE = "SET SESSION sql_mode = 'ALLOW_INVALID_DATES'"

@@ -5,7 +5,7 @@ JSON with opaque values, v2 rows events, and malformed bytes.
 
 Value encoders follow the server's ``Field::pack`` functions: integers little-endian,
 DECIMAL as ``decimal2bin``, temporal types as ``my_*_packed_to_binary``.
-``tests/unit/test_binlog_encoder_matches_servers.py`` checks its TABLE_MAP, rows and
+``tests/unit/cdc_source/test_binlog_encoder_matches_servers.py`` checks its TABLE_MAP, rows and
 TRANSACTION_PAYLOAD events byte for byte against the binlogs MySQL 9.7 and MariaDB 10.11
 wrote (``tests/data/binlog/``).
 """

@@ -1,5 +1,5 @@
-"""Records the binlog corpus of ``tests/unit/test_binlog_corpus.py`` and
-``tests/unit/test_binlog_encoder_matches_servers.py``: real binlog files written by a
+"""Records the binlog corpus of ``tests/unit/cdc_source/test_binlog_corpus.py`` and
+``tests/unit/cdc_source/test_binlog_encoder_matches_servers.py``: real binlog files written by a
 throwaway MySQL 9.7 and a throwaway MariaDB 10.11, with what the server
 version's own ``mysqlbinlog -v`` / ``mariadb-binlog -v`` prints for them.
 
@@ -232,7 +232,7 @@ JSON_ROWS = [
     "'day', CAST('2020-02-29' AS DATE)))",
     "UPDATE jsons SET j = JSON_SET(j, '$.a', 2, '$.new', JSON_ARRAY(1, 'two')) WHERE id = 1",
     "DELETE FROM jsons WHERE id = 3",
-    # The documents tests/unit/test_json_binary.py builds, and the key order of objects.
+    # The documents tests/unit/reader/test_json_binary.py builds, and the key order of objects.
     "INSERT INTO jsons VALUES "
     + ", ".join(
         f"({id_}, '{json.dumps(document, ensure_ascii=False)}')"

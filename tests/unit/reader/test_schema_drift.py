@@ -14,7 +14,6 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_type
 
 from cdc_source.binlog import framing
-from cdc_source.binlog.table_map import parse_table_map
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.offsets import BinlogPosition
 from cdc_source.types import spark_type
@@ -23,6 +22,14 @@ from reader.binlog_range import RangeReader
 from reader.row_decoding import native_available
 from reader.schema_drift import SchemaChangedError, changes, column_change
 from tests.support import binlog_encoder as enc
+from tests.support.orders_events import (
+    ENC_ID,
+    ENC_NOTE,
+    ENC_PRICE4,
+    ENC_QTY,
+    ENC_QTY_INT,
+)
+from tests.support.orders_events import parsed_table_map as _table_map
 
 DECODERS = ["python"] + (["native"] if native_available() else [])
 TABLE_ID = 91
@@ -49,22 +56,6 @@ STATE = _spec("state", "enum", "enum('new','paid')")
 
 def _schema(*columns, key=("id",), read_at=None) -> TableSchema:
     return TableSchema("shop", "orders", tuple(columns), key, read_at=read_at, read_on="")
-
-
-# (name, type, meta, nullable, unsigned) as the encoder takes them, with the collation the
-# optional metadata gives text columns (COLUMN_CHARSET is not written: DEFAULT_CHARSET
-# absence leaves it None, which the comparison accepts as "not reported").
-ENC_ID = ("id", enc.LONG, b"", False, False)
-ENC_NAME = ("name", enc.VARCHAR, struct.pack("<H", 160), True, False)
-ENC_QTY_INT = ("qty", enc.LONG, b"", True, False)
-ENC_QTY = ("qty", enc.LONGLONG, b"", True, False)
-ENC_NOTE = ("note", enc.VARCHAR, struct.pack("<H", 80), True, False)
-ENC_PRICE4 = ("price", enc.NEWDECIMAL, bytes([10, 4]), True, False)
-
-
-def _table_map(columns, **kw):
-    body = enc.table_map_body(TABLE_ID, "shop", "orders", columns, **kw)
-    return parse_table_map(body, 8)
 
 
 def test_table_map_carries_enum_and_set_members_and_the_primary_key():

@@ -2,7 +2,7 @@
 JVMs, Spark's RPC message limit enforced) until told where to stop; driven by
 test_cluster.py in a subprocess, since a process holds one SparkContext.
 
-    python -m tests.integration.cluster_query OPTIONS_JSON CHECKPOINT OUT CONTROL_DIR
+    python -m tests.support.cluster_query OPTIONS_JSON CHECKPOINT OUT CONTROL_DIR
 
 It streams into ``OUT/batch=N`` until ``CONTROL_DIR/head.json`` names a binlog head
 ([file number, position]) and a committed batch has reached it, then stops the query and
@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.integration.streams import committed_position
+from tests.support.streams import committed_position
 
 MASTER = "local-cluster[2,1,1024]"
 

@@ -47,7 +47,7 @@ from typing import NamedTuple
 import pymysql
 import pytest
 
-from tests.integration.server import TEST_URL_ENV, TestServer, suite_flavour
+from tests.support.server import TEST_URL_ENV, TestServer, suite_flavour
 
 REPL_USER = "cdc_repl"
 REPL_PASSWORD = "cdc-repl-secret"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-TARGET = Path(__file__).resolve().parents[1] / "fuzz" / "fuzz_binlog.py"
+TARGET = Path(__file__).resolve().parents[2] / "fuzz" / "fuzz_binlog.py"
 SECONDS = int(os.environ.get("CDC_MYSQL_FUZZ_SECONDS", "8"))
 
 

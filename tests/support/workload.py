@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pymysql
 
-from tests.integration.server import TestServer
+from tests.support.server import TestServer
 
 REGIONS = ["north", "SOUTH", "east ", "West", "mid  ", "Ab", "cC ", "zZ"]
 

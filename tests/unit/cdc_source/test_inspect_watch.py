@@ -12,7 +12,7 @@ from cdc_source import inspect
 from cdc_source.inspect import watch
 from cdc_source.inspect.records import BatchRecord
 from cdc_source.offsets import BinlogPosition
-from tests.unit.test_inspect import QUERY_ID, SNAPSHOT_RUN, cdc_offset, write_checkpoint
+from tests.support.spark_checkpoints import QUERY_ID, SNAPSHOT_RUN, cdc_offset, write_checkpoint
 
 TS = 1795346227398  # the ts of every offset cdc_offset writes
 

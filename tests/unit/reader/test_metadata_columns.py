@@ -114,7 +114,9 @@ def _mysql_gtid(binlog, gno: int, server_id: int = 1) -> None:
 
 def test_binlog_rows_carry_file_gtid_and_server_id_and_xa_rows_those_of_the_commit():
     from tests.support import binlog_encoder as enc
-    from tests.unit.test_binlog_events import _image, _rows, _table_map
+    from tests.support.orders_events import image as _image
+    from tests.support.orders_events import rows as _rows
+    from tests.support.orders_events import table_map as _table_map
 
     binlog = enc.BinlogFile()
     _mysql_gtid(binlog, 5, server_id=7)
@@ -159,7 +161,9 @@ def test_binlog_rows_carry_file_gtid_and_server_id_and_xa_rows_those_of_the_comm
 
 def test_a_reader_without_metadata_keeps_no_origins():
     from tests.support import binlog_encoder as enc
-    from tests.unit.test_binlog_events import _image, _rows, _table_map
+    from tests.support.orders_events import image as _image
+    from tests.support.orders_events import rows as _rows
+    from tests.support.orders_events import table_map as _table_map
 
     binlog = enc.BinlogFile()
     _mysql_gtid(binlog, 6)

@@ -15,7 +15,8 @@ from cdc_source.chunk_key import (
 )
 from cdc_source.options import OptionError, parse_chunk_key_columns, parse_options
 from reader.schema_drift import changes, shape_changes
-from tests.unit.test_schema_drift import ENC_ID, ENC_NAME, _table_map
+from tests.support.orders_events import ENC_ID, ENC_NAME
+from tests.support.orders_events import parsed_table_map as _table_map
 
 OPTION = "scan.incremental.snapshot.chunk.key-column"
 BASE = {

@@ -10,7 +10,7 @@ from pathlib import Path
 from cdc_source.option_table import OPTIONS
 from cdc_source.options import OptionError, parse_options
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _generator():

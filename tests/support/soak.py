@@ -1,6 +1,12 @@
 """A long run under a steady write load with a fault every few minutes, sampling memory and
-offsets; ends with an exact rebuild. ``bench/soak.py`` runs it for 30 minutes; the suite
-runs a 5-minute version (test_soak.py).
+offsets; ends with an exact rebuild. The suite runs a short version (test_soak.py); as a
+program it runs 30 minutes, measurement only:
+
+    python -m tests.support.soak                       # 30 minutes, a fault every 3 minutes
+    python -m tests.support.soak --minutes 10 --fault-every 60
+
+Spark runs on local[2,4] there (a failed task is retried, as on a cluster); it prints one
+line per sample and a summary, and writes the results to bench/results/soak-<time>.json.
 
 Faults, in turn: the server SIGKILLed and restarted on its data directory, every source
 connection reset by the proxy in front of the server, every Spark Python worker killed.
@@ -11,23 +17,27 @@ the Python workers, the JVM's RSS, and the size of the last offset.
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
 import json
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.integration.faults import CuttingProxy, EnduringWriter, kill_python_workers
-from tests.integration.server import TestServer
-from tests.integration.streams import (
+from tests.support.faults import CuttingProxy, EnduringWriter, kill_python_workers
+from tests.support.server import TestServer
+from tests.support.streams import (
     StreamRun,
     committed_batches,
     read_output,
     source_offsets,
     wait_caught_up,
 )
-from tests.integration.workload import AUTO_INCREMENT, check_exactly_once, load
+from tests.support.workload import AUTO_INCREMENT, check_exactly_once, load
 
 FAULTS = ("server restart", "connections cut", "workers killed")
 
@@ -82,7 +92,7 @@ def _driver_pid(state_dir: Path) -> int | None:
 
 
 def _workers_mib() -> float:
-    from tests.integration.faults import python_workers
+    from tests.support.faults import python_workers
 
     return max((rss_mib(pid) for pid in python_workers()), default=0.0)
 
@@ -187,3 +197,53 @@ def _inject(kind: str, server: TestServer, proxy: CuttingProxy) -> None:
         proxy.cut()
     else:
         kill_python_workers()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--fault-every", type=float, default=180.0, help="seconds")
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--writes-per-second", type=float, default=200.0)
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="cdc-mysql-soak-"))
+    state_dir = work / "state"
+    state_dir.mkdir()
+    os.environ["CDC_MYSQL_STATE_DIR"] = str(state_dir)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("cdc-mysql-soak")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    server = TestServer()
+    try:
+        report = run_soak(
+            spark,
+            server,
+            work,
+            state_dir,
+            args.minutes * 60,
+            args.fault_every,
+            rows=args.rows,
+            writes_per_second=args.writes_per_second,
+        )
+    finally:
+        server.stop()
+        spark.stop()
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    results.mkdir(exist_ok=True)
+    name = results / f"soak-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    name.write_text(json.dumps(asdict(report), indent=1))
+    print(f"written {name}")
+    return 0 if report.still_running else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

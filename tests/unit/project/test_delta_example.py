@@ -30,7 +30,7 @@ from reader.key_weights import WeightResolver
 # Where the envelope's rows come from (its metadata columns; not looked at here).
 ORIGIN = BinlogPosition("binlog.000001", 4, "", 7)
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mysql_to_delta.py"
 
 
 def _load_example():

@@ -22,37 +22,12 @@ from reader.binlog_range import (
 )
 from reader.row_decoding import native_available
 from tests.support import binlog_encoder as enc
+from tests.support.orders_events import COLUMNS, TABLE_ID
+from tests.support.orders_events import image as _image
+from tests.support.orders_events import rows as _rows
+from tests.support.orders_events import table_map as _table_map
 
 DECODERS = ["python"] + (["native"] if native_available() else [])
-TABLE_ID = 77
-COLUMNS = [
-    ("id", enc.LONG, b"", False, False),
-    ("name", enc.VARCHAR, struct.pack("<H", 40), True, False),
-    ("price", enc.NEWDECIMAL, bytes([10, 2]), True, False),
-    ("at", enc.DATETIME2, bytes([3]), True, False),
-    ("doc", enc.JSON, bytes([4]), True, False),
-]
-
-
-def _image(id_, name, price, at, doc=None):
-    return enc.row_image(
-        [
-            struct.pack("<i", id_),
-            None if name is None else bytes([len(name)]) + name.encode(),
-            None if price is None else enc.decimal_bin(Decimal(price), 10, 2),
-            None if at is None else enc.datetime2(at, 3),
-            None if doc is None else struct.pack("<I", len(doc)) + doc,
-        ]
-    )
-
-
-def _table_map(binlog: enc.BinlogFile) -> int:
-    return binlog.add(19, enc.table_map_body(TABLE_ID, "shop", "orders", COLUMNS))
-
-
-def _rows(binlog, event_type, rows: bytes, update=False, present=None, v2=True):
-    body = enc.rows_body(TABLE_ID, len(COLUMNS), rows, update, v2, present)
-    return binlog.add(event_type, body)
 
 
 def _read(binlog, start=None, end=None, decoder="python", tables=("shop.orders",), chunk=97):

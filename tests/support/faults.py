@@ -15,7 +15,7 @@ from pathlib import Path
 import pymysql
 
 from cdc_source.embedded_server import free_port
-from tests.integration.workload import Writer
+from tests.support.workload import Writer
 
 
 class CuttingProxy:

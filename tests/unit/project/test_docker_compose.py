@@ -14,7 +14,7 @@ import pytest
 
 from cdc_source.preflight import REQUIRED_SETTINGS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEXT = (ROOT / "docker-compose.yml").read_text()
 HEADER = TEXT[: TEXT.index("\nx-cdc-mysql:")]
 BODY = "\n".join(line for line in TEXT.splitlines() if not line.lstrip().startswith("#"))
