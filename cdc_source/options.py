@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from cdc_source.chunk_key import ChunkKeyColumns
-from cdc_source.option_table import (  # noqa: F401  (re-exported: the options' constants)
+from cdc_source.option_spec import (  # noqa: F401  (re-exported: the options' constants)
     BINLOG_ONLY_MODES,
-    BY_KEY,
     DEFAULT_BINLOG_PARALLELISM,
     DEFAULT_BINLOG_ROWS_PER_BATCH,
     DEFAULT_BYTES_PER_BATCH,
@@ -24,8 +23,6 @@ from cdc_source.option_table import (  # noqa: F401  (re-exported: the options' 
     LOOPBACK_HOSTS,
     METADATA_NAMES,
     MIN_SNAPSHOT_PARALLELISM,
-    OPTION_DOCS,
-    OPTIONS,
     READ_TIMEOUT_FACTOR,
     SNAPSHOTTING_MODES,
     STARTUP_GTID_SET,
@@ -36,6 +33,7 @@ from cdc_source.option_table import (  # noqa: F401  (re-exported: the options' 
     STARTUP_TIMESTAMP,
     default_snapshot_parallelism,
 )
+from cdc_source.option_table import BY_KEY, OPTION_DOCS, OPTIONS  # noqa: F401
 from cdc_source.option_values import (  # noqa: F401  (re-exported)
     OptionError,
     parse_chunk_key_columns,
