@@ -19,7 +19,7 @@ from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSche
 from cdc_source.refusals import ValueRefusedError
 from cdc_source.types import SPARK_MAX_DECIMAL, canonical_json, parse_json, spark_type
 from reader import json_binary
-from reader.binlog_range import ChangeBlock
+from reader.change_blocks import ChangeBlock
 from reader.schema_drift import (
     CharsetOf,
     SchemaChangedError,

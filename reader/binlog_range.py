@@ -14,9 +14,6 @@ position.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-
-import numpy as np
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.ddl import TableChange, logged_table_changes
@@ -41,18 +38,16 @@ from cdc_source.chunk_key import OPTION, key_breaking_target
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.refusals import invalid_date_refusal
+from reader.change_blocks import Accumulator, ChangeBlock, TableReset
 from reader.row_decoding import (
     INVALID_DATE_ERRORS,
     NATIVE_ERRORS,
     PARTIAL_JSON_ERRORS,
-    DecodedRows,
     RowSink,
 )
 from reader.schema_drift import SchemaChangedError
 from reader.table_follow import TableFollow, UnloggedRowChangeError
 
-ROWS_PER_BLOCK = 65536
-BYTES_PER_BLOCK = 32 << 20
 LOG_EVENT_IGNORABLE_F = 0x80
 
 
@@ -60,95 +55,8 @@ class BinlogRangeError(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class TableReset:
-    """A statement at ``where`` (file number, end position) that removed every row of
-    ``table`` without row events (DROP, TRUNCATE, RENAME away...): a ``t`` row there.
-    ``file``, ``gtid``, ``server_id`` and ``timestamp`` are the event's."""
-
-    table: str
-    where: tuple[int, int]
-    sub: int
-    timestamp: int
-    file: str
-    gtid: str | None
-    server_id: int
-
-
 class XaTransactionError(UndecodableEventError):
     """An XA COMMIT whose prepared rows are not in the range read."""
-
-
-@dataclass(frozen=True)
-class ChangeBlock:
-    """Row changes of one table (one table map), in binlog order, as columns.
-
-    ``rows.before``/``rows.after`` follow ``table_map.columns``; per row, ``file_number``,
-    ``end_pos``, ``sub`` (index of the event among those ending at ``end_pos``),
-    ``row_index`` (inside its event) and ``timestamp`` (event time, seconds); for the
-    ``metadata.list`` columns, when the reader keeps them (``origins``), ``file`` (the
-    event's file name), ``gtid`` (its transaction's GTID text, or None) and
-    ``server_id`` (the event header's)."""
-
-    table: str
-    table_map: TableMap
-    rows: DecodedRows
-    file_number: np.ndarray
-    end_pos: np.ndarray
-    sub: np.ndarray
-    row_index: np.ndarray
-    timestamp: np.ndarray
-    file: np.ndarray | None = None  # object arrays, one value per row
-    gtid: np.ndarray | None = None
-    server_id: np.ndarray | None = None
-
-    @property
-    def num_rows(self) -> int:
-        return self.rows.rows
-
-
-@dataclass
-class _Accumulator:
-    """Decoded rows of one table map plus the per-event numbers their rows repeat."""
-
-    table_map: TableMap
-    sink: RowSink
-    counts: list[int] = field(default_factory=list)
-    events: list[tuple[int, int, int, int]] = field(default_factory=list)
-    # Per event (file, GTID, server id), kept only for metadata.list (RangeReader origins)
-    origins: list[tuple[str, str | None, int]] | None = None
-
-    def full(self) -> bool:
-        return self.sink.rows >= ROWS_PER_BLOCK or self.sink.nbytes >= BYTES_PER_BLOCK
-
-    def take(self) -> ChangeBlock:
-        counts = np.asarray(self.counts, dtype=np.int64)
-        per_event = np.asarray(self.events, dtype=np.int64).reshape(-1, 4)
-        starts = np.repeat(np.cumsum(counts) - counts, counts)
-        rows = self.sink.take()
-        origins = None
-        if self.origins is not None:
-            files, gtids, server_ids = zip(*self.origins) if self.origins else ((), (), ())
-            origins = (
-                np.repeat(np.array(files, dtype=object), counts),
-                np.repeat(np.array(gtids, dtype=object), counts),
-                np.repeat(np.array(server_ids, dtype=np.int64), counts),
-            )
-        block = ChangeBlock(
-            self.table_map.name,
-            self.table_map,
-            rows,
-            np.repeat(per_event[:, 0], counts),
-            np.repeat(per_event[:, 1], counts),
-            np.repeat(per_event[:, 2], counts),
-            np.arange(rows.rows, dtype=np.int64) - starts,
-            np.repeat(per_event[:, 3], counts),
-            *(origins or ()),
-        )
-        self.counts, self.events = [], []
-        if self.origins is not None:
-            self.origins = []
-        return block
 
 
 class TableMaps(BinlogTableMaps):
@@ -168,9 +76,9 @@ class TableMaps(BinlogTableMaps):
             raise MalformedEventError(f"{event.where}: no TABLE_MAP for table id {table_id}")
         return table_map
 
-    def new_accumulator(self, table_map: TableMap) -> _Accumulator:
+    def new_accumulator(self, table_map: TableMap) -> Accumulator:
         plan = table_plan(table_map)
-        return _Accumulator(table_map, RowSink(plan, json_columns(table_map), self.decoder))
+        return Accumulator(table_map, RowSink(plan, json_columns(table_map), self.decoder))
 
 
 Connect = Callable[[], object]
@@ -220,7 +128,7 @@ class RangeReader:
         self.stride = stride
         self.slot = slot
         self.decoder = decoder
-        self.accumulators: dict[int, _Accumulator] = {}  # by id() of the table map
+        self.accumulators: dict[int, Accumulator] = {}  # by id() of the table map
         self.ordinal = -1
         # Each row's file, GTID and server id, kept only for metadata.list (``origins``);
         # the GTID of the transaction being read.

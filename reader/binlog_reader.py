@@ -28,7 +28,8 @@ from cdc_source.retry import RetryPolicy
 from cdc_source.sequence import binlog_seq, binlog_seq_array
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import ChangeBlock, RangeReader, TableReset
+from reader.binlog_range import RangeReader
+from reader.change_blocks import ChangeBlock, TableReset
 from reader.frontier import DELETE, INSERT, UPDATE
 from reader.key_weights import WeightResolver
 from reader.schema_drift import event_schema, server_charsets

@@ -32,7 +32,8 @@ from cdc_source.sequence import snapshot_seq_prefix
 from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
 from reader.arrow_output import ArrowWriter, Emitted
 from reader.binlog_columns import ImageColumns
-from reader.binlog_range import RangeReader, TableReset
+from reader.binlog_range import RangeReader
+from reader.change_blocks import TableReset
 from reader.frontier import READ
 from reader.key_columns import snapshot_seq_column, sort_key_reader
 from reader.key_weights import WeightResolver
