@@ -67,7 +67,9 @@ class ServerLink:
         policy = options.retry_policy()
         self.server = SameServer("the driver's connection", on_change=self._server_changed)
         self.session = Reconnecting(self.open_session, policy, "the driver's head read or check")
-        self.dump = DumpSource(self.open_session, options.server_ids.last, policy=policy)
+        self.dump = DumpSource(
+            self.open_session, options.server_ids.last, options.binlog_decoder, policy=policy
+        )
         self._traits: ServerTraits | None = None
         self._checked = False  # the server's GTIDs include the offsets' (once a run)
         self._available: BinlogPosition | None = None  # the last start found on the server
