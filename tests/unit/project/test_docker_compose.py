@@ -95,13 +95,13 @@ def test_the_cdc_account_uses_caching_sha2_with_exactly_the_privileges_the_sourc
 
 
 @pytest.mark.parametrize("service", list(SERVICES))
-def test_the_header_and_readme_say_how_to_start_and_test_each_service(service):
+def test_the_header_and_contributing_guide_say_how_to_start_and_test_each_service(service):
     port = _host_port(service)
     password = re.search(r"MYSQL_ROOT_PASSWORD: (\S+)", _top_level_block("x-cdc-mysql"))
     url = f"CDC_MYSQL_TEST_URL=mysql://root:{password.group(1)}@127.0.0.1:{port}"
     suite = f"{url} python -m pytest -q tests"
     assert re.search(rf"docker compose up -d --wait {service}\b.*:{port}\b", HEADER)
     assert suite in HEADER
-    readme = (ROOT / "README.md").read_text()
-    assert f"docker compose up -d --wait {service}" in readme
-    assert suite in readme
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    assert f"docker compose up -d --wait {service}" in guide
+    assert suite in guide
