@@ -33,7 +33,7 @@ BINLOG_OPTIONS: tuple[Option, ...] = (
             " rows, about 18% more for single-row transactions), but a fail-over while a "
             "batch runs then stops the query, since the batch's tasks may have read different"
             " servers; a restart resumes it exactly. With one, the query follows the "
-            "fail-over by itself (see Faults)"
+            "fail-over by itself (see [Faults](semantics.md#faults))"
         ),
     ),
     Option(
@@ -53,7 +53,7 @@ BINLOG_OPTIONS: tuple[Option, ...] = (
             "what a restarted query does when the binlog file its checkpoint resumes in was "
             "purged: `fail` (an error that says so and names this option), or `resnapshot` "
             "(one `t` row per captured table, then a snapshot at the current head and the "
-            "stream from there; see Output)"
+            "stream from there; see [Output](usage.md#output))"
         ),
     ),
     Option(

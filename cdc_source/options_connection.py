@@ -137,7 +137,7 @@ CONNECTION_OPTIONS: tuple[Option, ...] = (
             "alike, whatever the server's or the writer's `time_zone` (tested with both at "
             "`+05:00`), so a zone would change nothing: remove the option and show values in "
             "a zone with `spark.sql.session.timeZone`. DATETIME is the wall-clock value as "
-            "stored (see Types)"
+            "stored (see [Types](types.md))"
         ),
     ),
     Option(
@@ -174,9 +174,9 @@ CONNECTION_OPTIONS: tuple[Option, ...] = (
         ),
         manual=(
             "retries of a connection, query or binlog read after a transient fault (see "
-            "Faults), waiting 0.5 s, 1 s, 2 s, ... at most 15 s: the default waits about 90 s"
-            " in all, enough for a server restart or fail-over of a minute. `0` fails at the "
-            "first fault"
+            "[Faults](semantics.md#faults)), waiting 0.5 s, 1 s, 2 s, ... at most 15 s: the "
+            "default waits about 90 s in all, enough for a server restart or fail-over of a "
+            "minute. `0` fails at the first fault"
         ),
     ),
 )

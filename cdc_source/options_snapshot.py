@@ -62,7 +62,7 @@ SNAPSHOT_OPTIONS: tuple[Option, ...] = (
             "TABLE` that fixes it: two rows sharing a value would be merged silently. For a "
             "table with a primary key only its first column is accepted (nothing changes: the"
             " primary key chunks and keys it). Exactly once holds while the index stays (see "
-            "Limits)"
+            "[Limits](semantics.md#limits))"
         ),
     ),
     Option(

@@ -23,7 +23,8 @@ STARTUP_OPTIONS: tuple[Option, ...] = (
             " time below); the last four read no snapshot"
         ),
         manual=(
-            "where a new query starts (Flink CDC's names; see Startup modes): `initial` "
+            "where a new query starts (Flink CDC's names; see "
+            "[Startup modes](usage.md#startup-modes)): `initial` "
             "(snapshot, then binlog), `snapshot` (snapshot only; no batch after the "
             "hand-over), `latest-offset` (binlog from the head), `earliest-offset` (binlog "
             "from the oldest file the server keeps), `specific-offset` (binlog from a "

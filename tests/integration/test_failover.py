@@ -15,7 +15,7 @@ reads the rest of the snapshot and the stream there, and its output replays to
 stopped before them) is refused, the refusal naming them.
 
 One binlog task per batch: a batch running with several during the fail-over stops the
-query instead (README, Faults), which a restart resumes; that path is the restart test's.
+query instead (docs/semantics.md, Faults), which a restart resumes; that path is the restart test's.
 """
 
 from __future__ import annotations

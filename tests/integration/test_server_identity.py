@@ -73,7 +73,7 @@ def test_a_checkpoint_of_another_server_is_followed_by_its_gtid_state(killable_s
 def test_a_checkpoint_after_the_binlog_was_reset_is_refused(killable_server):
     """Detected by the GTIDs while the server has written fewer transactions since the
     reset than before it (a reset server that has caught up again, at the same file and
-    an event boundary, would pass this check: see the README's limits)."""
+    an event boundary, would pass this check: see docs/semantics.md, Limits)."""
     end = _streamed_offset(killable_server, "ident_c")
     # RESET MASTER is MySQL 8.4+'s RESET BINARY LOGS AND GTIDS
     killable_server.execute(
