@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
+import pymysql
 import pytest
 
 from cdc_source.embedded_server import EmbeddedServer
@@ -138,7 +140,34 @@ def _xa(server, database: str, name: str, statements: list[str], end: str | None
             cur.execute(f"XA {end} '{name}'")
 
 
+def _end_detached_xa(server, database: str, verb: str, name: str) -> None:
+    """``XA COMMIT`` or ``XA ROLLBACK`` of a transaction another connection prepared and
+    closed. The server detaches the XID from the closing session after the client has gone
+    (``COM_QUIT`` is not answered), so for a moment the XID is unknown (1397, XAER_NOTA) to
+    every other session; the statement is repeated until the server knows it, for at most
+    30 s."""
+    deadline = time.monotonic() + 30
+    with server.admin(database) as conn, conn.cursor() as cur:
+        while True:
+            try:
+                cur.execute(f"XA {verb} '{name}'")
+                return
+            except pymysql.err.OperationalError as error:
+                if error.args[0] != 1397 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+
+def _roll_back_prepared(server, database: str) -> None:
+    """Roll back every XA transaction a test left prepared, so that its row and metadata
+    locks do not outlive the test on the shared server."""
+    for _format, _gtrid_length, _bqual_length, xid in server.query("XA RECOVER", database=database):
+        name = xid.decode() if isinstance(xid, bytes) else xid
+        _end_detached_xa(server, database, "ROLLBACK", name)
+
+
 def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_path):
+    _roll_back_prepared(server, None)  # a failed run before may have left one
     database = server.fresh_database("xa_stream")
     server.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -163,7 +192,7 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
     run.run_to_end()  # a batch ends while 'later' is prepared, not committed
     first = read_output(spark, run.out)
     assert {r["id"] for r in first if r["_op"] != "r"} == {3}
-    server.execute("XA COMMIT 'later'", database=database)
+    _end_detached_xa(server, database, "COMMIT", "later")
     # Tens of MB after the commit: the range's dump is still streaming when the XA
     # transaction is read again (a second dump with the same server id would kill it).
     server.execute("UPDATE filler SET pad = REPEAT('y', 200)", database=database)
@@ -197,15 +226,18 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
 def test_xa_committed_while_the_snapshot_runs_is_exact(server, spark, tmp_path):
     """An XA transaction prepared before a batch's planned position and committed while
     its chunks are read: the chunk state at P excludes it, the stream emits it once."""
+    _roll_back_prepared(server, None)  # a failed run before may have left one
     database = server.fresh_database("xa_snapshot")
     server.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=database)
     with server.admin(database) as conn, conn.cursor() as cur:
         cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, 0) for i in range(1, 20001)])
     stop = threading.Event()
 
+    writer_errors: list[BaseException] = []
+
     def xa_writer():
         round_ = 0
-        with server.admin(database) as conn, conn.cursor() as cur:
+        try:
             while not stop.is_set():
                 round_ += 1
                 key = 1 + (round_ * 7919) % 20000
@@ -220,7 +252,10 @@ def test_xa_committed_while_the_snapshot_runs_is_exact(server, spark, tmp_path):
                     None,
                 )
                 stop.wait(0.05)
-                cur.execute(f"XA {'ROLLBACK' if round_ % 5 == 0 else 'COMMIT'} 'w{round_}'")
+                verb = "ROLLBACK" if round_ % 5 == 0 else "COMMIT"
+                _end_detached_xa(server, database, verb, f"w{round_}")
+        except BaseException as error:  # the test asserts on it after the join
+            writer_errors.append(error)
 
     options = server.source_options(
         database,
@@ -235,11 +270,13 @@ def test_xa_committed_while_the_snapshot_runs_is_exact(server, spark, tmp_path):
     query = run.start()
     try:
         wait_for(lambda: run.batches_seen and max(run.batches_seen) >= 3, 240, "batch 3", query)
-        server.execute("XA COMMIT 'held'", database=database)
+        _end_detached_xa(server, database, "COMMIT", "held")
         wait_for(lambda: run.batches_seen and max(run.batches_seen) >= 14, 240, "snapshot", query)
     finally:
         stop.set()
         writer.join()
+        _roll_back_prepared(server, database)
+    assert not writer_errors, writer_errors
     head = server.binlog_head()
     head_at = (int(str(head[0]).rsplit(".", 1)[1]), int(head[1]))
     try:
