@@ -116,23 +116,44 @@ def test_every_connection_cut_every_few_seconds(server, spark, tmp_path):
     print(f"\n{proxy.cuts} cuts of {proxy.connections} connections: {len(output)} rows")
 
 
-def _failed_tasks(spark) -> int:
+def _next_stage_id(spark) -> int:
+    """The id Spark gives its next stage: one past the highest stage of the jobs it keeps."""
     tracker = spark.sparkContext.statusTracker()
-    total = 0
-    for stage in range(0, 5000):
+    stages = [
+        stage
+        for job in tracker.getJobIdsForGroup(None)
+        if (info := tracker.getJobInfo(job)) is not None
+        for stage in info.stageIds
+    ]
+    return max(stages, default=-1) + 1
+
+
+def _failed_tasks_since(spark, first_stage: int) -> int:
+    """Failed tasks of the stages from ``first_stage`` on (stage ids are given in order; the
+    scan ends after a run of ids Spark does not know)."""
+    tracker = spark.sparkContext.statusTracker()
+    total, stage, unknown = 0, first_stage, 0
+    while unknown < 20:
         info = tracker.getStageInfo(stage)
-        if info is not None:
+        if info is None:
+            unknown += 1
+        else:
+            unknown = 0
             total += info.numFailedTasks
+        stage += 1
     return total
 
 
 def _kill_worker_in_a_task(spark, server, seen, query, what: str) -> int:
     """Kill the Python workers as soon as the source's sessions show ``seen`` (polled on
     one connection, about every millisecond: a task lasts a fraction of a second), again
-    until Spark reports a failed task (a session can outlive its task by a moment).
+    until Spark reports a failed task. A kill can miss (the session seen was the driver's,
+    or it outlived its task by a moment), and Spark reports a failure only once it has
+    noticed the lost worker, so the count is read after every kill and twice a second.
     Returns the failed tasks seen."""
-    before = _failed_tasks(spark)
-    deadline = time.monotonic() + 120
+    first_stage = _next_stage_id(spark)
+    deadline = time.monotonic() + 240
+    checked = time.monotonic()
     with server.admin() as conn, conn.cursor() as cur:
         while time.monotonic() < deadline:
             if not query.isActive:
@@ -142,11 +163,15 @@ def _kill_worker_in_a_task(spark, server, seen, query, what: str) -> int:
                 "WHERE USER = %s",
                 (TEST_USER,),
             )
-            if any(seen(str(command), str(info)) for command, info in cur.fetchall()):
-                if kill_python_workers():
-                    time.sleep(2)
-                    if _failed_tasks(spark) > before:
-                        return _failed_tasks(spark) - before
+            killed = any(seen(str(command), str(info)) for command, info in cur.fetchall()) and (
+                kill_python_workers() > 0
+            )
+            if killed:
+                time.sleep(0.5)
+            if killed or time.monotonic() - checked > 0.5:
+                checked = time.monotonic()
+                if failed := _failed_tasks_since(spark, first_stage):
+                    return failed
             time.sleep(0.001)
     raise AssertionError(f"no {what} seen to kill a worker in")
 
