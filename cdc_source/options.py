@@ -107,6 +107,7 @@ class SourceOptions:
     binlog_parallelism: int = DEFAULT_BINLOG_PARALLELISM
     binlog_decoder: str = "auto"
     binlog_rows_per_batch: int | None = DEFAULT_BINLOG_ROWS_PER_BATCH
+    binlog_follower: bool = True  # scan.binlog.follower.enabled (coordinator.follower)
     on_binlog_purged: str = "fail"  # scan.on-binlog-purged
     connect_timeout: int = 30
     connect_max_retries: int = DEFAULT_MAX_RETRIES

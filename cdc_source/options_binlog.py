@@ -79,6 +79,32 @@ BINLOG_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "scan.binlog.follower.enabled",
+        kind="boolean",
+        field="binlog_follower",
+        parse=values.boolean,
+        default=True,
+        shown_default="`true`",
+        summary=(
+            "true (default) or false: whether the driver follows the binlog as the server "
+            "writes it while a stream runs, so that planning a batch reads nothing; with "
+            "false each batch's range is read when it is planned"
+        ),
+        manual=(
+            "while the stream follows the binlog, the driver keeps one binlog dump open of "
+            "its own (a thread, and the `server-id` before the range's last, which must not "
+            "be one a task takes: the range needs two ids more than the two parallelisms, "
+            "else the follower stays off) and reads each event once as the server writes it:"
+            " the next batch's end, its GTID state, its table statements, its row count and "
+            "its open XA transactions are then known when Spark asks, and planning reads no "
+            "binlog. It holds a summary of one batch at most, never events, and stops "
+            "reading when a batch's row limit is reached until that batch is planned; under "
+            "`trigger(availableNow=True)` it reads nothing past the head frozen at the start."
+            " The first batches of a run and a run after a fail-over read each batch's range"
+            " when it is planned, as `false` always does; the batches are the same either way"
+        ),
+    ),
+    Option(
         "scan.binlog.decoder",
         kind="one of auto|native|python",
         field="binlog_decoder",

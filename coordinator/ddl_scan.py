@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.ddl import TableChange, logged_table_changes
-from cdc_source.binlog.events import parse_query
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
-from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy
+from coordinator.range_pass import Listener, RangePass, Where, query_of
 
 STATEMENT_EVENTS = frozenset({c.QUERY, c.QUERY_COMPRESSED})  # the events a scan parses
 
@@ -35,9 +34,12 @@ class PlacedChange:
 
 
 class DdlScan:
-    """Reads a range's table statements on the driver's dump connection (server id: the
-    range's last, shared with the other driver scans, which never read at once). The
-    last range read is kept: planning a batch and building its tasks ask for the same."""
+    """The table statements of ranges, read on the driver's dump connection (server id:
+    the range's last, shared with the driver's other passes, which never read at once).
+    The last range read is kept: planning a batch and building its tasks ask for the
+    same. The driver's planning hands a :meth:`listener` to its one pass over a batch's
+    range (:mod:`coordinator.range_pass`), or keeps what the follower read
+    (:meth:`keep`); :meth:`changes` reads a range of its own only when neither did."""
 
     def __init__(
         self,
@@ -57,98 +59,118 @@ class DdlScan:
         key_start, key_end = start.coordinates, end.coordinates
         if key_start >= key_end:
             return ()
-        if self._last is not None and self._last[:2] == (key_start, key_end):
+        if self.known(start, end):
             return self._last[2]
-        self._read(start, end)
+        self.scans += 1
+        collector = self.listener(start, end)
+        RangePass(self._source).run((start.file, start.pos), end, [collector])
         return self._last[2]
+
+    def known(self, start: BinlogPosition, end: BinlogPosition) -> bool:
+        """Whether the statements of ``(start, end]`` are kept."""
+        return self._last is not None and self._last[:2] == (start.coordinates, end.coordinates)
+
+    def keep(
+        self, start: BinlogPosition, end: BinlogPosition, found: tuple[PlacedChange, ...]
+    ) -> None:
+        """``found`` are the statements of ``(start, end]``, read by a pass that read that
+        whole range (the follower's)."""
+        self._last = (start.coordinates, end.coordinates, tuple(found))
 
     def forget(self) -> None:
         """Drop the range kept (a fail-over: positions now name another server's events)."""
         self._last = None
 
-    def riding(self, start: BinlogPosition, end: BinlogPosition) -> RangeStatements | None:
-        """A collector of ``(start, end]``'s statements to hand to another pass over that
-        range (the GTID scan): once that pass has read the whole range, ``done()`` keeps
-        them as if this scan had read them. None when they are known already."""
-        if start.coordinates >= end.coordinates:
-            return None
-        if self._last is not None and self._last[:2] == (start.coordinates, end.coordinates):
-            return None
+    def listener(self, start: BinlogPosition, end: BinlogPosition | None) -> RangeStatements:
+        """A listener that collects the statements of ``(start, end]`` in a pass over that
+        range and, when the pass finishes, keeps them as if this scan had read them
+        (``end`` None: a follower's, which reads on without an end)."""
         return RangeStatements(self, start, end, self._lower_case_names())
 
-    def _read(self, start: BinlogPosition, end: BinlogPosition) -> None:
-        self.scans += 1
-        collector = RangeStatements(self, start, end, self._lower_case_names())
-        reader, events, close = self._source.open(start.file, start.pos, end.coordinates)
-        try:
-            for event in events:
-                if not collector(event, reader):
-                    break
-        finally:
-            close()
-        collector.done()
 
+class RangeStatements(Listener):
+    """The table statements of one range, from the events of a pass over it (a listener
+    of :mod:`coordinator.range_pass`). ``end`` None: the statements from ``start`` on,
+    for a follower that reads without an end."""
 
-class RangeStatements:
-    """The table statements of one range, from the events of a pass over it."""
+    kinds = STATEMENT_EVENTS
 
     def __init__(
-        self, scan: DdlScan, start: BinlogPosition, end: BinlogPosition, lower_case_names: bool
+        self,
+        scan: DdlScan,
+        start: BinlogPosition,
+        end: BinlogPosition | None,
+        lower_case_names: bool,
     ) -> None:
         self._scan, self.start, self.end = scan, start, end
         self._lower_case_names = lower_case_names
-        self._from, self._until = start.coordinates, end.coordinates  # read per event
+        self._from = start.coordinates
+        self._until = end.coordinates if end is not None else (1 << 62, 0)
         self.reached = start.coordinates
         self.found: list[PlacedChange] = []
         self.began_before = False  # the pass read events at or before ``start``
 
-    def __call__(self, event, reader) -> bool:
-        """Takes one event of the pass; False once past the range."""
-        where = (_file_number(event.file), event.end_pos)
-        until = self._until
-        if where > until:
-            return False
+    def see(self, event, reader, where: Where) -> None:
+        if where > self._until:
+            return
         if where <= self._from:
             self.began_before = True  # not a pass from ``start``: its statements are not kept
-            return True
+            return
         self.reached = where
-        if event.type in (c.QUERY, c.QUERY_COMPRESSED):
-            query = parse_query(event, reader.format)
+        if event.type in STATEMENT_EVENTS:
+            query = query_of(event, reader)
             changes = logged_table_changes(
                 query.query, query.schema or "", self._lower_case_names, event.where
             )
             self.found.extend(PlacedChange(where, change) for change in changes)
-        return where < until
 
-    def passed(self, where: tuple[int, int]) -> None:
-        """The pass that handed this its statement events (and no others) read every
-        event of the range up to ``where``."""
-        self.reached = max(self.reached, min(where, self._until))
+    def finish(self, end: Where, reached: Where) -> None:
+        """The pass read every event up to ``reached`` (where its last event ends, past
+        the range's end when an event crosses it) and the batch ends at ``end``: keep
+        ``(start, end]``'s statements for the scan."""
+        if self.end is None:
+            return
+        if reached > self._until:
+            raise DdlScanError(
+                f"the planned position {self.end} is not where an event ends (an event ends "
+                f"at {reached}) while its table statements were read; the binlog changed "
+                "under the query"
+            )
+        self.reached = max(self.reached, reached)
+        if end < self._until:
+            self.narrow(end)
+        self.done()
 
-    def narrow(self, end: BinlogPosition) -> None:
-        """The pass went on past ``end``, where the batch ends (a transaction boundary
-        before this collector's end): keep the range ``(start, end]`` and its statements."""
-        if end.coordinates > self._until:
-            raise ValueError(f"{end} is past the range's end {self.end}")  # internal
-        self.end, self._until = end, end.coordinates
-        self.reached = min(self.reached, self._until)
-        self.found = [placed for placed in self.found if placed.where <= self._until]
+    def narrow(self, end: Where) -> None:
+        """The batch ends at ``end``, a transaction boundary before this collector's end:
+        keep the range up to it and its statements."""
+        self._until = end
+        self.reached = min(self.reached, end)
+        self.found = [placed for placed in self.found if placed.where <= end]
+
+    def rebase(self, end: Where) -> None:
+        """A follower's next batch starts at ``end``: the statements before it are gone."""
+        self._from = end
+        self.found = [placed for placed in self.found if placed.where > end]
+
+    def up_to(self, end: Where) -> tuple[PlacedChange, ...]:
+        """The statements found up to ``end`` (a follower's batch end)."""
+        return tuple(placed for placed in self.found if placed.where <= end)
 
     @property
     def complete(self) -> bool:
         """Whether the pass read exactly the range: from ``start`` to ``end``."""
-        return not self.began_before and self.reached >= self.end.coordinates
+        return not self.began_before and self.reached >= self._until
 
     def done(self) -> None:
         """The pass read the whole range: its statements are the scan's for it."""
         if self.began_before:
-            # a broken invariant of the caller (GtidTracker.at passes it one range only)
+            # a broken invariant of the caller (a pass hands this the range's events only)
             raise ValueError(f"a pass from before {self.start} cannot give its statements")
-        if self.reached < self.end.coordinates:
+        if self.reached < self._until:
             raise DdlScanError(
                 f"the binlog ended at {self.reached} before the planned position {self.end} "
                 "while its table statements were read; the server lost binlog events it had "
                 "reported"
             )
-        key = (self.start.coordinates, self.end.coordinates)
-        self._scan._last = (*key, tuple(self.found))
+        self._scan._last = (self._from, self._until, tuple(self.found))

@@ -32,16 +32,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from cdc_source.binlog.gtid_scan import apply_gtid_events, executed_before_binlog
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.gtid_scan import add_event, add_gtid, event_gtid, executed_before_binlog
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import GtidSet, GtidState, MariaGtidPos, compact, parse_state
 from cdc_source.offsets import BinlogPosition
 from cdc_source.retry import RetryPolicy, retrying
-from coordinator.ddl_scan import STATEMENT_EVENTS, RangeStatements
+from coordinator.range_pass import TRANSACTION_STARTS, Listener, RangePass, Where
 
 log = logging.getLogger("cdc_mysql")
 
 OFFSET_GTID_TARGET = 800  # characters: with the rest of the offset, under 1 KiB
+_STARTING_STATES = frozenset({c.MARIADB_GTID_LIST, c.PREVIOUS_GTIDS})  # a file's state before it
 
 
 class GtidTrackingError(RuntimeError):
@@ -67,27 +69,25 @@ class GtidTracker:
         self.scans = 0
         self._warned = False
 
-    def at(
-        self,
-        start: BinlogPosition | None,
-        end: BinlogPosition,
-        also: RangeStatements | None = None,
-    ) -> str:
+    def at(self, start: BinlogPosition | None, end: BinlogPosition) -> str:
         """The GTID state at ``end`` as an offset stores it (:func:`cdc_source.gtid.compact`).
-        ``also``: sees the statement events of ``(start, end]`` where this reads that
-        range, so that the driver's statement scan rides on this pass."""
+        With a state at ``start`` it is read in a pass over ``(start, end]`` of its own; the
+        driver's planning hands a :class:`GtidListener` to its one pass instead."""
         if start is not None and start.gtids and start.coordinates <= end.coordinates:
             if start.coordinates == end.coordinates:
                 return start.gtids
             state = parse_state(start.gtids, self.flavor)
-            origin = (start.file, start.pos)
-            self._scan(state, origin, end, also)
+            self._scan(state, (start.file, start.pos), end)
             return self.stored(state)
-        else:
-            known = self._asked_of_server(end)
-            if known is not None:
-                return known
-            return self.state_from_file(end)
+        return self.without_start(end)
+
+    def without_start(self, end: BinlogPosition) -> str:
+        """The state at ``end`` with no state at a start to build on: asked of the server
+        where it can tell (MariaDB), else read from ``end``'s file."""
+        known = self._asked_of_server(end)
+        if known is not None:
+            return known
+        return self.state_from_file(end)
 
     def state_from_file(self, end: BinlogPosition) -> str:
         """The state at ``end`` from its file alone, read here: what the server executed
@@ -149,24 +149,56 @@ class GtidTracker:
             )
         return stored
 
-    def _scan(
-        self,
-        state: GtidState,
-        origin: tuple[str, int],
-        end: BinlogPosition,
-        also: RangeStatements | None = None,
-    ) -> None:
+    def _scan(self, state: GtidState, origin: tuple[str, int], end: BinlogPosition) -> None:
         self.scans += 1
-        reader, events, close = self._source.open(*origin, end.coordinates)
-        if also is not None:
-            events = _statements_seen_by(events, also, reader)
-        try:
-            reached = apply_gtid_events(state, events, end.coordinates)
-        finally:
-            close()
-        if also is not None:
-            also.passed(reached)
-        check_reached(end, reached)
+        RangePass(self._source).run(origin, end, [GtidListener(state, end)])
+
+
+class GtidListener(Listener):
+    """The GTID state at a batch's end, from the state at its start and the range's
+    events (a listener of :mod:`coordinator.range_pass`).
+
+    A transaction's GTID, and a file's starting state (GTID_LIST, PREVIOUS_GTIDS, which
+    change nothing of a state read from an earlier file), are pending until the batch
+    takes the transaction: at the boundary after it, or at the range's end. The end is
+    where an event ends and the binlog holds every event up to it, else
+    :class:`GtidTrackingError`."""
+
+    kinds = TRANSACTION_STARTS | _STARTING_STATES
+
+    def __init__(self, state: GtidState, until: BinlogPosition | None) -> None:
+        self.state = state
+        self.until = until  # None: a follower's, without an end
+        self.pending: list[tuple | object] = []  # GTIDs and starting-state events, in order
+        self.last: Where | None = None  # the last boundary taken
+
+    def see(self, event, reader, where: Where) -> None:
+        if event.type in _STARTING_STATES:
+            self.pending.append(event)
+            return
+        gtid = event_gtid(self.state, event)
+        if gtid is not None:
+            self.pending.append(gtid)
+
+    def boundary(self, where: Where) -> None:
+        self.take_pending()
+        self.last = where
+
+    def finish(self, end: Where, reached: Where) -> None:
+        if end == self.last:
+            self.pending.clear()  # past the batch's end
+            return
+        if self.until is not None:
+            check_reached(self.until, reached)
+        self.take_pending()
+
+    def take_pending(self) -> None:
+        for change in self.pending:
+            if isinstance(change, tuple):
+                add_gtid(self.state, change)
+            else:
+                add_event(self.state, change)
+        self.pending.clear()
 
 
 def check_reached(end: BinlogPosition, reached: tuple[int, int]) -> None:
@@ -182,13 +214,6 @@ def check_reached(end: BinlogPosition, reached: tuple[int, int]) -> None:
             f"the binlog ended at {reached} before the planned position {end} while "
             "reading its GTIDs; the server lost binlog events it had reported"
         )
-
-
-def _statements_seen_by(events, also: RangeStatements, reader):
-    for event in events:
-        if event.type in STATEMENT_EVENTS:
-            also(event, reader)
-        yield event
 
 
 def _shape(state: GtidState) -> str:

@@ -23,12 +23,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from cdc_source.binlog import constants as c
 from cdc_source.binlog.transport import DumpSource
-from cdc_source.binlog.xa import Position, XaTracker, track
+from cdc_source.binlog.xa import Position, XaTracker, xa_statement
 from cdc_source.mysql_client import binary_logs
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
 from cdc_source.retry import RetryPolicy, is_transient, retrying
+from coordinator.range_pass import TRANSACTION_STARTS, Listener, RangePass, Where, query_of
 
 log = logging.getLogger("cdc_mysql")
 
@@ -40,6 +42,11 @@ class XaWatermarkError(RuntimeError):
 
 
 class XaWatermark:
+    """The watermark of a planned position. The driver's planning hands a
+    :class:`XaListener` to its one pass over a batch's range (:meth:`needed` says
+    whether it must); :meth:`at` reads a range of its own, or searches back from a
+    position with no earlier one."""
+
     def __init__(
         self,
         connect: Callable[[], object],
@@ -54,12 +61,22 @@ class XaWatermark:
 
     def at(self, start: BinlogPosition | None, end: BinlogPosition) -> Position | None:
         """The watermark of ``end``, given the batch start (None before the first batch)."""
-        if (start is None or start.xa is None) and self._idle():
+        if not self.needed(start):
             return None
         if start is not None:
-            origin = start.xa or (start.file, start.pos)
-            return self._scan(origin, end).oldest_unresolved()
+            return self._scan(self.origin(start), end).oldest_unresolved()
         return self._search_back(end)
+
+    def needed(self, start: BinlogPosition | None) -> bool:
+        """Whether the watermark must be read: an XA transaction was open at ``start``, or
+        the server's XA counters say one may have been prepared (read after the end)."""
+        return (start is not None and start.xa is not None) or not self._idle()
+
+    @staticmethod
+    def origin(start: BinlogPosition) -> Position:
+        """Where a pass reads the XA statements of a batch from ``start``: the oldest
+        unresolved prepare at ``start``, or ``start``."""
+        return start.xa or (start.file, start.pos)
 
     def _idle(self) -> bool:
         return retrying(self.policy, "reading the XA counters", self._read_idle)
@@ -84,13 +101,9 @@ class XaWatermark:
 
     def _scan(self, origin: Position, end: BinlogPosition) -> XaTracker:
         self.scans += 1
-        tracker = XaTracker()
-        reader, events, close = self._source.open(origin[0], origin[1], end.coordinates)
-        try:
-            track(events, lambda: reader.format, tracker, end.coordinates)
-        finally:
-            close()
-        return tracker
+        listener = XaListener((origin[0], origin[1]))
+        RangePass(self._source).run(origin, end, [listener])
+        return listener.tracker
 
     def _search_back(self, end: BinlogPosition) -> Position | None:
         """No earlier position is known (the first batch): find the prepares of the
@@ -157,3 +170,53 @@ def _from_hex(value) -> bytes:
 
 def _raw(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
+
+
+_XA_EVENTS = frozenset({*TRANSACTION_STARTS, c.QUERY, c.QUERY_COMPRESSED, c.XA_PREPARE})
+
+
+class XaListener(Listener):
+    """The XA transactions prepared and not resolved, from a pass's events (a listener
+    of :mod:`coordinator.range_pass`). It reads from the oldest unresolved prepare at the
+    batch's start (``early``): those before the start count at once, those in the range
+    are pending until the batch takes their transaction. Only GTID events, XA
+    statements and XA_PREPARE are looked at; what it holds is the open transactions, and
+    the few events of the transaction read past the last boundary."""
+
+    kinds = _XA_EVENTS
+    early = True
+
+    def __init__(self, start: tuple[str, int], prepared: dict[str, Position] | None = None):
+        self.tracker = XaTracker(prepared)
+        self._start = (_file_number(start[0]), start[1])
+        self.pending: list[tuple] = []  # (event, format, statement) past the last boundary
+        self.last: Where | None = None
+
+    def see(self, event, reader, where: Where) -> None:
+        text = None
+        if event.type in (c.QUERY, c.QUERY_COMPRESSED):
+            text = query_of(event, reader).query
+            if xa_statement(text) is None:
+                return  # BEGIN, COMMIT, DDL: nothing the tracker follows
+        if where <= self._start:
+            self.tracker.observe(event, reader.format, text)
+        else:
+            self.pending.append((event, reader.format, text))
+
+    def boundary(self, where: Where) -> None:
+        self._take()
+        self.last = where
+
+    def finish(self, end: Where, reached: Where) -> None:
+        if end == self.last:
+            self.pending.clear()
+        else:
+            self._take()
+
+    def _take(self) -> None:
+        for event, fmt, text in self.pending:
+            self.tracker.observe(event, fmt, text)
+        self.pending.clear()
+
+    def oldest_unresolved(self) -> Position | None:
+        return self.tracker.oldest_unresolved()

@@ -247,6 +247,7 @@ INTERNAL = {
     "ArrowInvalid",
     "_InvalidDate",
     "FileNotFoundError",  # a throwaway server's unpacked tree is incomplete (tests, quickstart)
+    "FollowerStopped",  # ends the driver's follower thread, which logs it and never raises it
 }
 
 

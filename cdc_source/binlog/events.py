@@ -466,6 +466,8 @@ class EventReader:
             self.format = parse_format_description(event.body)
             self.next_start = max(self.next_start, event.end_pos)
             return
+        if event.type in _HEARTBEATS:  # a blocking dump's sign of life, at no position
+            return
         if event.end_pos <= self.next_start or event.flags & LOG_EVENT_ARTIFICIAL_F:
             return
         self.next_start = event.end_pos
@@ -473,6 +475,9 @@ class EventReader:
             yield from unwrap_payload(event)
             return
         yield event
+
+
+_HEARTBEATS = frozenset({c.HEARTBEAT, c.HEARTBEAT_V2})
 
 
 def _serialized_uint(cur: Cursor) -> int:

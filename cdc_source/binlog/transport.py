@@ -3,8 +3,10 @@ chunks and split into events by the event reader (:mod:`cdc_source.binlog.framin
 :meth:`~cdc_source.binlog.events.EventReader.events_from_stream`; no per-packet round
 through the client library).
 
-The dump is non-blocking: the server sends everything up to the end of its last binlog
-and then an EOF packet, so a reader that stops at a planned position never waits.
+A dump is non-blocking unless asked otherwise: the server sends everything up to the end
+of its last binlog and then an EOF packet, so a reader that stops at a planned position
+never waits. The driver's follower (:mod:`coordinator.follower`) holds a blocking one: the
+server sends each event as it writes it, and a heartbeat while it writes nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from cdc_source.retry import RetryPolicy, resumed
 
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
+# A blocking dump's heartbeat while the server writes nothing: far under any read timeout,
+# so an idle dump is never taken for a lost connection.
+HEARTBEAT_PERIOD_NS = 1_000_000_000
 
 
 def prepare_dump_session(conn) -> bool:
@@ -40,11 +45,14 @@ def prepare_dump_session(conn) -> bool:
     return checksum.upper() == "CRC32"
 
 
-def start_dump(conn, server_id: int, file: str, pos: int) -> Callable[[int], bytes]:
+def start_dump(
+    conn, server_id: int, file: str, pos: int, blocking: bool = False
+) -> Callable[[int], bytes]:
     """Sends the dump command; returns a reader of the raw stream (MySQL packets)."""
+    flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
     payload = (
         pos.to_bytes(4, "little")
-        + BINLOG_DUMP_NON_BLOCK.to_bytes(2, "little")
+        + flags.to_bytes(2, "little")
         + server_id.to_bytes(4, "little")
         + file.encode()
     )
@@ -89,23 +97,34 @@ class DumpSource:
         self.server = server  # the identity the positions belong to ('' : the first seen)
 
     def open(
-        self, file: str, pos: int, until: tuple[int, int] | None = None
+        self,
+        file: str,
+        pos: int,
+        until: tuple[int, int] | None = None,
+        blocking: bool = False,
+        connected: Callable[[object], None] | None = None,
     ) -> tuple[EventReader, Iterator, Callable[[], None]]:
         """(the event reader of the dump, its events, a close for the stream)
 
         ``until`` (file number, position): where the caller will stop. A dump that ends
         before it, while the server has written that far, is read on after a pause
         (:func:`dump_until`); where the server has not, the stream just ends and the
-        caller reports the gap."""
+        caller reports the gap. ``blocking``: the stream never ends by itself; it waits
+        for the server's next event. ``connected`` is handed each connection the stream
+        opens (to cut it from another thread)."""
         reader = EventReader(file, pos)
         server = SameServer(f"binlog dump from {file}:{pos}", self.server)
 
         def one_dump() -> Iterator:
             conn = self.connect()
             try:
+                if connected is not None:
+                    connected(conn)
                 server.check(conn)  # a resumed dump must read the same server's binlog
                 reader.expect_checksum(prepare_dump_session(conn))
-                read = start_dump(conn, self.server_id, reader.file, reader.next_start)
+                if blocking:
+                    ask_heartbeat(conn)
+                read = start_dump(conn, self.server_id, reader.file, reader.next_start, blocking)
                 yield from reader.events_from_stream(read, self.splitter)
             finally:
                 _close(conn)
@@ -125,6 +144,14 @@ class DumpSource:
         what = f"binlog dump (server id {self.server_id}) from {file}:{pos}"
         events = resumed(attempt, self.policy, what)
         return reader, events, events.close
+
+
+def ask_heartbeat(conn) -> None:
+    """Ask for a heartbeat event while the server writes nothing (MySQL 8.0.26+ reads the
+    ``source_`` name, MariaDB and older MySQL the ``master_`` one)."""
+    with conn.cursor() as cur:
+        cur.execute(f"SET @master_heartbeat_period = {HEARTBEAT_PERIOD_NS}")
+        cur.execute(f"SET @source_heartbeat_period = {HEARTBEAT_PERIOD_NS}")
 
 
 EARLY_END_WAIT_S = 30.0

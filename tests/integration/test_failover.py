@@ -254,14 +254,16 @@ def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, 
     from coordinator.batch_end import BatchEnds
     from coordinator.ddl_scan import DdlScan
     from coordinator.driver import QueryDriver
-    from coordinator.gtid_tracker import GtidTracker
+    from coordinator.gtid_tracker import GtidListener, GtidTracker
     from coordinator.server_link import ServerLink
     from coordinator.xa_watermark import XaWatermark
 
     pair = steady_pair
     flavor = "mariadb" if pair.mariadb else "mysql"
     with SwitchingProxy(pair.primary.info.port) as proxy:
-        extra = {"scan.snapshot.chunks-per-batch": "100"}
+        # Each step is one the driver's own pass takes: the follower, which would plan the
+        # batch without them, is off.
+        extra = {"scan.snapshot.chunks-per-batch": "100", "scan.binlog.follower.enabled": "false"}
         if step == "batch_ends":  # a limit the batch end is counted to, in its own pass
             extra["scan.binlog.max-rows-per-batch"] = "5"
         if step == "startup":
@@ -284,10 +286,10 @@ def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, 
             port = pair.replica.info.port
             owner, name = {
                 "head": (ServerLink, "head"),
-                "xa": (XaWatermark, "at"),
-                "gtids": (GtidTracker, "at"),
-                "statements": (DdlScan, "riding"),
-                "batch_ends": (BatchEnds, "end_with"),
+                "xa": (XaWatermark, "needed"),
+                "gtids": (GtidListener, "__init__"),
+                "statements": (DdlScan, "listener"),
+                "batch_ends": (BatchEnds, "listener"),
                 "startup": (startup, "resolve"),
             }[step]
             hits = _armed(monkeypatch, owner, name, proxy, port)

@@ -52,6 +52,20 @@ def _ends(binlog):
     return BatchEnds(None, 1, {"shop.orders"}, source=source)
 
 
+def _one_pass(source, start, head, limit, state, *others):
+    """The batch end from one pass over ``(start, head]`` that also finds the GTID state
+    (left in ``state``) and hands its events to ``others`` (coordinator.range_pass)."""
+    from coordinator.batch_end import bounded
+    from coordinator.gtid_tracker import GtidListener
+    from coordinator.range_pass import RangePass
+
+    rows = BatchEnds(None, 1, {"shop.orders"}, source=source).listener(limit)
+    listeners = [GtidListener(state, head), *others, rows]
+    return bounded(
+        head, limit, RangePass(source).run((start.file, start.pos), head, listeners), rows
+    )
+
+
 def _binlog_of(*rows_per_transaction: int, other_table: int = 0):
     binlog = enc.BinlogFile()
     start = binlog.pos
@@ -278,8 +292,8 @@ def _mixed_binlog(items, flavor: str):
 def test_one_pass_finds_the_same_end_gtid_state_and_statements_as_three(
     items, skip, max_rows, max_bytes, flavor
 ):
-    """``end_with`` (the batch end, with the GTID state and the statements riding on its
-    pass) agrees with the batch-end pass, the GTID tracker's pass and the statement
+    """One pass (the batch end, with the GTID state and the statements as listeners of
+    the same pass) agrees with the batch-end pass, the GTID tracker's pass and the statement
     scan's pass run apart, from any transaction boundary and under any limit."""
     from cdc_source.gtid import parse_state
     from coordinator.ddl_scan import DdlScan
@@ -307,9 +321,7 @@ def test_one_pass_finds_the_same_end_gtid_state_and_statements_as_three(
     source = enc.FakeDumpSource(binlog)
     scan = DdlScan(lambda: None, 1, source=source)
     state = parse_state(start.gtids, flavor)
-    together = BatchEnds(None, 1, {"shop.orders"}, source=source).end_with(
-        start, head, limit, state, scan.riding(start, head)
-    )
+    together = _one_pass(source, start, head, limit, state, scan.listener(start, head))
     assert together == apart
     assert tracker.stored(state) == apart_gtids
     assert scan.changes(start, together) == apart_statements
@@ -324,10 +336,10 @@ def test_one_pass_refuses_an_end_that_is_not_where_an_event_ends():
     state = parse_state("", "mysql")
     inside = BinlogPosition(binlog.name, ends[1] - 3)  # inside the last transaction's XID
     with pytest.raises(GtidTrackingError, match="not where an event ends"):
-        _ends(binlog).end_with(start, inside, StreamLimit(rows=100), state, None)
+        _one_pass(enc.FakeDumpSource(binlog), start, inside, StreamLimit(rows=100), state)
     beyond = BinlogPosition(binlog.name, binlog.pos + 100)  # the binlog ends before it
     with pytest.raises(GtidTrackingError, match="ended at"):
-        _ends(binlog).end_with(start, beyond, StreamLimit(rows=100), state, None)
+        _one_pass(enc.FakeDumpSource(binlog), start, beyond, StreamLimit(rows=100), state)
 
 
 def test_row_data_of_a_table_of_no_columns_is_refused_not_looped_over():

@@ -224,15 +224,15 @@ def test_statements_collected_by_a_pass_from_before_the_range_are_not_kept():
     scan = DdlScan(lambda: None, 1)
     start, end = BinlogPosition("binlog.000002", 100), BinlogPosition("binlog.000002", 300)
     event = lambda pos: SimpleNamespace(file="binlog.000002", end_pos=pos, type=0)  # noqa: E731
-    early = scan.riding(start, end)
+    early = scan.listener(start, end)
     for pos in (50, 100, 200, 300):
-        early(event(pos), None)
+        early.see(event(pos), None, (2, pos))
     assert not early.complete
-    whole = scan.riding(start, end)
+    whole = scan.listener(start, end)
     for pos in (200, 300):
-        whole(event(pos), None)
-    short = scan.riding(start, end)
-    short(event(200), None)
+        whole.see(event(pos), None, (2, pos))
+    short = scan.listener(start, end)
+    short.see(event(200), None, (2, 200))
     assert whole.complete and not short.complete
     whole.done()
     assert scan.changes(start, end) == () and scan.scans == 0

@@ -1,0 +1,320 @@
+"""The follower (docs/design.md, 'Micro-batches'): one background thread of a streaming
+query run on the driver, holding a blocking binlog dump from the last planned batch's
+end and handing each event, as the server writes it, to the listeners of
+:mod:`coordinator.range_pass` (the GTID state, the table statements, the row count of a
+bounded batch, the XA transactions) through the same :class:`~coordinator.range_pass.Walk`
+a pass uses. When Spark asks for the next batch, planning's state is current: the batch
+ends where the follower reached, at a transaction boundary, and the driver reads no
+binlog for it.
+
+The answer is the one a pass over the same range would give (a batch end is a function of
+its start, its limits and the binlog): the walk, the listeners and the boundaries are
+the same, only fed earlier. The follower answers only for the batch start it follows,
+with the limit and the captured tables it counts for; for any other start (a run's first
+batches, a restarted driver catching up from a checkpoint, a fail-over) the driver reads
+the range in one pass and the follower starts again from that batch's end
+(:meth:`Follower.follow`). Under availableNow it reads nothing past the frozen head (its
+ceiling), so that every batch it answers ends there or before, as a pass to that head
+would.
+
+What it holds is bounded by one batch, never by how far behind the stream is: the GTID
+state at the last transaction boundary and the GTIDs read past it, the table statements
+since the batch start, two row counts (past the batch start, and at the last boundary),
+the open XA transactions. When a batch's row limit is reached it stops reading until the
+driver plans that batch: a follower far behind the head reads at most one batch ahead.
+
+Its dump has a server id of its own, which no task and no pass of the driver uses
+(:func:`follower_server_id`): two dumps with the same id at once make the server end one.
+It is reopened after a fault with the query's retry policy, and stopped by
+:meth:`Follower.stop` (a server change, the end of the stream phase) and
+:meth:`Follower.close`.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from cdc_source.binlog.row_count import RowCounter
+from cdc_source.binlog.transport import DumpSource
+from cdc_source.gtid import compact, parse_state
+from cdc_source.offsets import BinlogPosition
+from cdc_source.options import SourceOptions
+from coordinator.batch_end import RowCount, RowLimit, StreamLimit
+from coordinator.ddl_scan import DdlScan, PlacedChange, RangeStatements
+from coordinator.gtid_tracker import GtidListener
+from coordinator.range_pass import Walk
+from coordinator.xa_watermark import XaListener, XaWatermark
+
+log = logging.getLogger("cdc_mysql")
+
+STALL_S = 5.0  # a follower behind the head that reads nothing for this long is not waited for
+
+
+class FollowerStopped(RuntimeError):
+    """The follower was stopped: its dump is not opened again."""
+
+    transient = False
+
+
+def follower_server_id(options: SourceOptions) -> int | None:
+    """The follower's server id: the one before the range's last (the driver's passes),
+    where the range leaves it to no task (binlog tasks and snapshot tasks take the first
+    ids, at most one per task); None where it does not."""
+    ids = options.server_ids
+    tasks = options.binlog_parallelism + options.snapshot_parallelism
+    if ids.size < tasks + 2:
+        return None
+    return ids.last - 1
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A batch end the follower answers with: the position (a transaction boundary), its
+    GTID state and XA watermark, the range's table statements, and whether the row limit
+    ended the batch there (then ``rows`` is its count)."""
+
+    file: str
+    pos: int
+    gtids: str
+    xa: tuple[str, int] | None
+    statements: tuple[PlacedChange, ...]
+    bounded: bool
+    rows: int
+
+
+class _Run:
+    """One follower thread, from one batch start (``base``) on."""
+
+    def __init__(
+        self,
+        base: BinlogPosition,
+        tables: frozenset[str],
+        limit: StreamLimit,
+        flavor: str | None,
+        statements: RangeStatements,
+        count: RowCount,
+        ceiling: tuple[int, int] | None,
+    ) -> None:
+        self.base = base
+        self.ceiling = ceiling  # availableNow's frozen head: read nothing past it
+        self.tables = tables
+        self.limit = limit
+        self.gtids = GtidListener(parse_state(base.gtids, flavor), None) if flavor else None
+        self.statements = statements
+        self.rows = RowLimit(limit, count)
+        self.xa = XaListener((base.file, base.pos))
+        listeners = [x for x in (self.gtids, statements, self.rows, self.xa) if x is not None]
+        self.walk = Walk((base.file, base.pos), listeners)
+        self.cond = threading.Condition()
+        self.frozen: tuple | None = None  # the end a limit set, until the driver takes it
+        self.parked = False  # read up to the ceiling: the dump is closed
+        self.stopping = False
+        self.ended: BaseException | None = None  # the thread ended (an error, or stopped)
+        self.want: tuple[int, int] | None = None  # the driver waits for this position
+        self.conn = None
+        self.thread: threading.Thread | None = None
+
+    def serves(
+        self,
+        start: BinlogPosition,
+        limit: StreamLimit,
+        tables: frozenset[str],
+        ceiling: tuple[int, int] | None,
+    ) -> bool:
+        base = self.base
+        return (
+            self.ended is None
+            and ceiling == self.ceiling
+            and (start.file, start.pos, start.gtids, start.xa, start.epoch)
+            == (base.file, base.pos, base.gtids, base.xa, base.epoch)
+            and limit == self.limit
+            and tables == self.tables
+        )
+
+    def take_best(self, head: BinlogPosition) -> Reached:
+        """The batch ends at the last boundary handed: its result, and the follower goes
+        on from there (called with ``cond`` held)."""
+        walk = self.walk
+        file, pos, where = walk.best
+        reached = Reached(
+            file,
+            pos,
+            compact(self.gtids.state) if self.gtids is not None else "",
+            self.xa.oldest_unresolved(),
+            self.statements.up_to(where),
+            self.frozen is not None,
+            self.rows.taken,
+        )
+        walk.rebase()
+        self.base = replace(head, file=file, pos=pos, gtids=reached.gtids, xa=reached.xa)
+        self.frozen = None
+        self.cond.notify_all()
+        return reached
+
+
+class Follower:
+    """The follower of one query run (see the module's docstring)."""
+
+    def __init__(self, source: DumpSource, ddl: DdlScan, decoder: str | None = "auto") -> None:
+        self._source = source
+        self._ddl = ddl
+        self._counter = RowCounter(decoder)  # its own: the driver's passes count in another thread
+        self._run: _Run | None = None
+        self.answers = 0  # batches planned from what the follower reached (tests and logs)
+        self.starts = 0  # dumps started
+
+    # -- the driver's side ---------------------------------------------------------------
+    def follow(
+        self,
+        base: BinlogPosition,
+        tables: frozenset[str],
+        limit: StreamLimit,
+        flavor: str | None,
+        server: str,
+        ceiling: tuple[int, int] | None = None,
+    ) -> None:
+        """Follow from the batch start ``base`` (a planned batch's end on the server
+        ``server``, with its GTID state when ``flavor`` is given and its XA watermark),
+        counting the rows of ``tables`` against ``limit``, and reading nothing past
+        ``ceiling`` (availableNow's frozen head) where there is one. Nothing changes
+        where the follower is there already."""
+        run = self._run
+        if run is not None and run.serves(base, limit, tables, ceiling):
+            return
+        self.stop()
+        if flavor is not None and not base.gtids:
+            return  # no state to build on: the driver's passes plan
+        self._source.server = server  # a dump that reaches another server ends
+        count = RowCount(set(tables), self._counter)
+        statements = self._ddl.listener(base, None)
+        run = _Run(base, tables, limit, flavor, statements, count, ceiling)
+        run.thread = threading.Thread(
+            target=self._read, args=(run,), name="cdc-mysql follower", daemon=True
+        )
+        self._run = run
+        self.starts += 1
+        run.thread.start()
+
+    def answer(
+        self,
+        start: BinlogPosition,
+        head: BinlogPosition,
+        limit: StreamLimit,
+        tables: frozenset[str],
+        ceiling: tuple[int, int] | None = None,
+    ) -> Reached | None:
+        """Where the batch from ``start`` ends, for the head ``head`` read now: the last
+        boundary the follower handed, at or past the head, or the boundary where the
+        limit ended the batch; None where the follower cannot tell (another start, limit
+        or table set; it failed, or reads nothing for :data:`STALL_S` while behind the
+        head). The follower then goes on from the end answered."""
+        run = self._run
+        if run is None:
+            return None
+        until = head.coordinates
+        with run.cond:
+            if not run.serves(start, limit, tables, ceiling):
+                return None
+            last, since = run.walk.reached, time.monotonic()
+            while run.frozen is None and run.walk.reached < until:
+                if run.ended is not None or run.parked:
+                    return None
+                run.want = until
+                run.cond.wait(0.2)
+                run.want = None
+                if run.walk.reached != last:
+                    last, since = run.walk.reached, time.monotonic()
+                elif time.monotonic() - since > STALL_S:
+                    log.info("the follower is behind the head at %s: the driver reads", last)
+                    return None
+            if run.ended is not None:
+                return None
+            walk = run.walk
+            if run.frozen is None and walk.reached == until:
+                # The head is a boundary: the batch takes every event read, unless that is
+                # over the limit and an earlier boundary is within it.
+                if not (walk.over_at_end() and walk.best is not None):
+                    walk.take((walk.reached_file, walk.reached[1], walk.reached))
+            if walk.best is None or walk.best[2] <= start.coordinates:
+                return None
+            self.answers += 1
+            return run.take_best(head)
+
+    def stop(self) -> None:
+        """End the follower's thread and dump (it is started again by :meth:`follow`)."""
+        run, self._run = self._run, None
+        if run is None:
+            return
+        with run.cond:
+            run.stopping = True
+            run.cond.notify_all()
+            conn = run.conn
+        _cut(conn)
+        if run.thread is not None and run.thread is not threading.current_thread():
+            run.thread.join(timeout=0.2)  # cut: it feeds nothing more
+
+    def close(self) -> None:
+        self.stop()
+
+    # -- the follower's thread -----------------------------------------------------------
+    def _read(self, run: _Run) -> None:
+        def connected(conn) -> None:
+            with run.cond:
+                run.conn = conn
+                stopping = run.stopping
+            if stopping:
+                _cut(conn)
+                raise FollowerStopped("the follower was stopped")
+
+        origin = XaWatermark.origin(run.base)
+        walk = run.walk
+        try:
+            reader, events, close = self._source.open(
+                origin[0], origin[1], blocking=True, connected=connected
+            )
+            try:
+                for event in events:
+                    with run.cond:
+                        if run.stopping:
+                            return
+                        where = walk.where(event)
+                        if run.ceiling is not None and where > run.ceiling:
+                            run.parked = True  # every event up to the ceiling is read
+                            run.cond.notify_all()
+                            return
+                        while walk.feed(event, reader, where) is not None:
+                            run.frozen = walk.best
+                            run.cond.notify_all()
+                            while run.frozen is not None and not run.stopping:
+                                run.cond.wait()
+                            if run.stopping:
+                                return
+                        if run.want is not None and where >= run.want:
+                            run.cond.notify_all()
+            finally:
+                close()
+        except BaseException as err:  # noqa: BLE001 - the driver's passes take over
+            if not run.stopping:
+                log.warning("the follower stopped (%s); the driver reads each batch's range", err)
+            with run.cond:
+                run.ended = err
+                run.cond.notify_all()
+            return
+        with run.cond:
+            run.ended = FollowerStopped("the follower's dump ended")
+            run.cond.notify_all()
+
+
+def _cut(conn) -> None:
+    """Cut a connection another thread is blocked reading."""
+    sock = getattr(conn, "_sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
