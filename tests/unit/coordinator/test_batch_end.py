@@ -24,25 +24,15 @@ from cdc_source.offsets import BinlogPosition
 from coordinator.batch_end import BatchEnds, StreamLimit
 from reader.row_decoder_py import PyRowSink
 from tests.support import binlog_encoder as enc
+from tests.support.small_rows import COLUMNS, UUID, row_image
 
-UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 _COUNTERS = [RowCounter("native")] if framing.native_available() else []  # C, where built
-COLUMNS = [
-    ("id", enc.LONG, b"", False, False),
-    ("name", enc.VARCHAR, struct.pack("<H", 40), True, False),
-]
-
-
-def _image(id_: int, name: str | None) -> bytes:
-    return enc.row_image(
-        [struct.pack("<i", id_), None if name is None else bytes([len(name)]) + name.encode()]
-    )
 
 
 def _transaction(binlog, gno: int, rows: int, table: str = "orders", table_id: int = 5) -> int:
     binlog.add(c.GTID, enc.mysql_gtid_body(UUID, gno))
     binlog.add(c.TABLE_MAP, enc.table_map_body(table_id, "shop", table, COLUMNS))
-    images = b"".join(_image(gno * 100 + i, "n" * (i % 7)) for i in range(rows))
+    images = b"".join(row_image(gno * 100 + i, "n" * (i % 7)) for i in range(rows))
     binlog.add(30, enc.rows_body(table_id, len(COLUMNS), images, False, True))
     return binlog.add(c.XID, enc.xid_body(gno))
 
@@ -275,7 +265,7 @@ def _mixed_binlog(items, flavor: str):
             continue
         table, table_id = ("orders", 5) if kind == "rows" else ("audit", 6)
         binlog.add(c.TABLE_MAP, enc.table_map_body(table_id, "shop", table, COLUMNS))
-        images = b"".join(_image(number * 100 + i, "x") for i in range(value))
+        images = b"".join(row_image(number * 100 + i, "x") for i in range(value))
         binlog.add(30, enc.rows_body(table_id, len(COLUMNS), images, False, True))
         ends.append(binlog.add(c.XID, enc.xid_body(number)))
     return binlog, ends

@@ -32,7 +32,7 @@ from coordinator.gtid_tracker import GtidListener, GtidTracker, GtidTrackingErro
 from coordinator.range_pass import Listener, RangePass
 from coordinator.xa_watermark import XaListener, XaWatermark
 from tests.support import binlog_encoder as enc
-from tests.unit.coordinator.test_batch_end import COLUMNS, UUID, _image
+from tests.support.small_rows import COLUMNS, UUID, row_image
 
 # -- generated binlogs --------------------------------------------------------------------
 
@@ -74,7 +74,7 @@ class Writer:
 
     def _rows(self, table: str, table_id: int, rows: int) -> None:
         self.binlog.add(c.TABLE_MAP, enc.table_map_body(table_id, "shop", table, COLUMNS))
-        images = b"".join(_image(self.number * 100 + i, "x") for i in range(rows))
+        images = b"".join(row_image(self.number * 100 + i, "x") for i in range(rows))
         self.binlog.add(30, enc.rows_body(table_id, len(COLUMNS), images, False, True))
 
     def write(self, kind: str, value) -> tuple[int, int, int] | None:
