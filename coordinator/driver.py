@@ -9,12 +9,8 @@ import logging
 from dataclasses import replace
 
 from cdc_source.binlog.gtid_scan import executed_before_binlog
-from cdc_source.binlog.row_count import RowCounter
-from cdc_source.binlog.table_map import TableMaps
-from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
-from cdc_source.gtid import expand, parse_state
-from cdc_source.mysql_client import connect
+from cdc_source.gtid import expand
 from cdc_source.offsets import (
     BinlogPosition,
     SnapshotCursor,
@@ -29,20 +25,17 @@ from cdc_source.partitions import BinlogTask, ChunkTask, TableResetTask
 from cdc_source.preflight import BinlogPurgedError
 from cdc_source.visibility import ServerTraits
 from coordinator import startup
-from coordinator.batch_end import BatchEnds, StreamLimit, bounded, stream_limit
+from coordinator.batch_end import stream_limit
 from coordinator.captured_tables import CapturedTables
 from coordinator.ddl_scan import DdlScan
-from coordinator.follower import Follower, follower_server_id
-from coordinator.gtid_tracker import GtidListener, GtidTracker
 from coordinator.joining import joining_chunks, plan_joining
 from coordinator.plan_log import STATE_DIR_ENV, log_plan, write_state
 from coordinator.planner import BatchBudget, Planner, batch_budget
-from coordinator.range_pass import Listener, RangePass
+from coordinator.range_ends import RangeEnds
 from coordinator.server_link import ServerLink, SourceStateError
 from coordinator.splitter import ServerBoundarySource
 from coordinator.table_set import Membership, RangeEffect
 from coordinator.task_assembly import binlog_task_count, binlog_tasks, chunk_tasks
-from coordinator.xa_watermark import XaListener, XaWatermark
 
 log = logging.getLogger("cdc_mysql")
 
@@ -74,10 +67,8 @@ class QueryDriver:
         self.planner = Planner(tables, self.boundaries, options.chunk_size)
         # Every pass of the driver over the binlog (a batch's range, the start's resolution,
         # a table listing's statements) reads with the range's last server id, one at a
-        # time; a batch's range is read once for all that planning needs from it
-        # (coordinator/range_pass.py).
+        # time; a batch's range is read once for all that planning needs from it.
         self._dump = self.link.dump
-        self.passes = RangePass(self._dump)
         # Which tables are captured at each offset, as statements create, drop and rename
         # them (coordinator/table_set.py); one output table means typed output.
         self.ddl = DdlScan(
@@ -90,168 +81,28 @@ class QueryDriver:
         self.captured = CapturedTables(
             options, tables, self.session.run, self.ddl, typed=not is_envelope(tables)
         )
-        self.xa = XaWatermark(open_session, options.server_ids.last, policy, self._dump)
         self.fingerprint = table_fingerprint([t.name for t in tables])
         self.target: BinlogPosition | None = None
-        self._open_session = open_session
-        self._gtids: GtidTracker | None = None
         self._refreeze = False
-        self.batch_ends = BatchEnds(
-            open_session,
-            options.server_ids.last,
-            {t.name for t in tables},
-            policy,
-            self._dump,
-            RowCounter(options.binlog_decoder),
+        self.ends = RangeEnds(
+            options=options,
+            open_session=open_session,
+            dump=self._dump,
+            ddl=self.ddl,
+            traits=self.traits,
+            tables={t.name for t in tables},
         )
         self._start: BinlogPosition | None = None  # the resolved start of this run's mode
         self.finished: SourceOffset | None = None  # snapshot mode, once past the hand-over
-        self.follower = self._new_follower()
 
     def traits(self) -> ServerTraits:
-        """What the server is and offers (:meth:`ServerLink.traits`); with GTIDs, the
-        tracker of the exact GTID state at each batch end."""
-        traits = self.link.traits()
-        if traits.gtids and self._gtids is None:
-            self._gtids = GtidTracker(
-                self._open_session,
-                self.options.server_ids.last,
-                traits.flavor,
-                self.options.retry_policy(),
-                self._dump,
-            )
-        return traits
-
-    def _new_follower(self) -> Follower | None:
-        """The follower of the stream phase (coordinator/follower.py), with a server id of
-        its own; None where it is turned off or the server-id range leaves no id for it."""
-        options = self.options
-        server_id = follower_server_id(options)
-        if not options.binlog_follower or server_id is None:
-            if options.binlog_follower:
-                log.info(
-                    "server-id '%s' leaves no id for the follower next to %d binlog and %d "
-                    "snapshot tasks and the driver's passes: each batch's range is read when "
-                    "it is planned",
-                    options.server_ids,
-                    options.binlog_parallelism,
-                    options.snapshot_parallelism,
-                )
-            return None
-        source = DumpSource(
-            lambda: connect(options.connection_kwargs()),
-            server_id,
-            decoder=options.binlog_decoder,
-            policy=options.retry_policy(),
-        )
-        return Follower(source, self.ddl, options.binlog_decoder)
+        """What the server is and offers (:meth:`ServerLink.traits`)."""
+        return self.link.traits()
 
     def head(self) -> BinlogPosition:
-        """The binlog head (its GTID state is filled in by :meth:`_ended`), of the server
+        """The binlog head (its GTID state is filled in by :meth:`RangeEnds.ended`), of the server
         reached now."""
         return self.link.following(self.link.head)
-
-    def _ended(
-        self,
-        start: BinlogPosition | None,
-        head: BinlogPosition,
-        limit: StreamLimit | None = None,
-    ) -> BinlogPosition:
-        """Where the batch from ``start`` ends: ``head``, or with ``limit`` the last
-        transaction boundary within it (:mod:`coordinator.batch_end`), with the end's exact
-        GTID state (:mod:`coordinator.gtid_tracker`) and XA watermark
-        (:mod:`coordinator.xa_watermark`); the range's table statements are kept by
-        :attr:`ddl`. All from one pass over ``(start, head]`` (from the XA watermark's
-        origin when an XA transaction was open at ``start``): :mod:`coordinator.range_pass`."""
-        traits = self.traits()
-        if start is None:  # a run's first position: no range before it
-            return self._at_first(head)
-        if start.coordinates == head.coordinates:
-            return replace(head, gtids=start.gtids, xa=start.xa)  # functions of the position
-        if start.coordinates > head.coordinates:  # availableNow's head behind a restored start
-            return self._at_first(head)
-        listeners: list[Listener] = []
-        gtids = None
-        if traits.gtids and start.gtids:
-            gtids = GtidListener(parse_state(start.gtids, traits.flavor), head)
-            listeners.append(gtids)
-        listeners.append(self.ddl.listener(start, head))
-        rows = None
-        if limit is not None and self.batch_ends.reads(start, head, limit):
-            rows = self.batch_ends.listener(limit)
-            listeners.append(rows)
-        xa = XaListener((start.file, start.pos)) if self.xa.needed(start) else None
-        origin = None
-        if xa is not None:
-            listeners.append(xa)
-            origin = XaWatermark.origin(start)
-        ended = self.passes.run((start.file, start.pos), head, listeners, origin)
-        end = bounded(head, limit, ended, rows) if rows is not None else head
-        if gtids is not None:
-            state = self._gtids.stored(gtids.state)
-        elif traits.gtids:
-            state = self._gtids.without_start(end)
-        else:
-            state = ""
-        return self._watermarked(replace(end, gtids=state), xa.oldest_unresolved() if xa else None)
-
-    def _at_first(self, head: BinlogPosition) -> BinlogPosition:
-        """``head`` with its GTID state and XA watermark, with no batch start before it."""
-        self.traits()
-        if self._gtids is not None:
-            head = replace(head, gtids=self._gtids.without_start(head))
-        return self._with_xa(head)
-
-    def _with_xa(self, head: BinlogPosition) -> BinlogPosition:
-        """``head``, a run's first position, with its XA watermark."""
-        return self._watermarked(head, self.xa.at(None, head))
-
-    def _watermarked(self, head: BinlogPosition, watermark) -> BinlogPosition:
-        if watermark is not None:
-            log.info("XA transaction prepared at %s:%s is unresolved at %s", *watermark, head)
-        return replace(head, xa=watermark)
-
-    def _stream_end(
-        self,
-        start: BinlogPosition,
-        head: BinlogPosition,
-        limit: StreamLimit,
-        tables: frozenset[str],
-    ) -> BinlogPosition:
-        """Where a stream batch from ``start`` ends: what the follower reached, where it
-        follows from ``start``; else found by one pass over the range (:meth:`_ended`)."""
-        if self.follower is not None:
-            reached = self.follower.answer(start, head, limit, tables, self._ceiling())
-            if reached is not None:
-                end = replace(head, file=reached.file, pos=reached.pos, gtids=reached.gtids)
-                self.ddl.keep(start, end, reached.statements)
-                if reached.bounded:
-                    log.info(
-                        "stream batch bounded at %s:%d (%d row changes; limit %s rows, %s "
-                        "bytes); the head %s is read by the next batches",
-                        reached.file,
-                        reached.pos,
-                        reached.rows,
-                        limit.rows,
-                        limit.bytes,
-                        head,
-                    )
-                return self._watermarked(end, reached.xa)
-        self.batch_ends.tables = set(tables)
-        return self._ended(start, head, limit)
-
-    def _follow(self, end: SourceOffset, tables: frozenset[str], limit: StreamLimit) -> None:
-        """The follower follows from the stream batch end ``end`` (planned now), where
-        there is one; under availableNow, up to the frozen head."""
-        if self.follower is None:
-            return
-        if end.binlog is None or end.snapshot is not None:
-            self.follower.stop()
-            return
-        traits = self.traits()
-        flavor = traits.flavor if traits.gtids else None
-        server = self.server_identity()
-        self.follower.follow(end.binlog, tables, limit, flavor, server, self._ceiling())
 
     def _ceiling(self) -> tuple[int, int] | None:
         """availableNow's frozen head, past which the follower reads nothing."""
@@ -267,11 +118,7 @@ class QueryDriver:
     def _forget_server(self) -> None:
         """A fail-over is followed (:class:`ServerLink`): what was read from the old
         server's binlog is forgotten, so that every pass starts again on the new one."""
-        self.ddl.forget()  # the same coordinates name other events there
-        self.batch_ends.count.maps = TableMaps()  # and the same table ids other tables
-        if self.follower is not None:
-            self.follower.stop()  # it follows the old server's binlog
-        self._gtids = None
+        self.ends.forget()
         self._start = None  # a resolved start of the old server: resolved again here
         if self.target is not None:  # availableNow: the head to reach is the new server's
             self._refreeze = True
@@ -304,7 +151,7 @@ class QueryDriver:
         server = self.server_identity()
         budget = batch_budget(self.options, max_rows, max_bytes)
         if start.snapshot is not None:
-            head = self._ended(start.binlog, head)
+            head = self.ends.ended(start.binlog, head)
             members, effect = self._members_after(start, head)
             main = self._main_start(start, members, effect)
             if main.snapshot is None:  # every table left to snapshot was dropped
@@ -327,11 +174,13 @@ class QueryDriver:
             return start
         limit = stream_limit(self.options, max_rows, max_bytes)
         if start.binlog is not None and moved:
-            head = self._stream_end(start.binlog, head, limit, frozenset(members.names))
+            head = self.ends.stream_end(
+                start.binlog, head, limit, frozenset(members.names), self._ceiling()
+            )
         elif start.binlog is not None:
             head = start.binlog  # no new binlog: a batch of the joining table's snapshot only
         else:
-            head = self._at_first(head)
+            head = self.ends.at_first(head)
         members, effect = self._members_after(start, head)
         members, added = plan_joining(self.planner, self.captured, start, members, budget)
         end = SourceOffset(head, None, members.fingerprint, server, added)
@@ -340,7 +189,9 @@ class QueryDriver:
         self.captured.log_effect(effect, head)
         self.captured.remember(end, members)
         log_plan(self.planner.registry, start, end, 0, head)
-        self._follow(end, frozenset(members.names), limit)
+        self.ends.follow(
+            end.binlog, frozenset(members.names), limit, server=server, ceiling=self._ceiling()
+        )
         return end
 
     def _members_after(
@@ -399,12 +250,11 @@ class QueryDriver:
         """The batch after a purge: every table reset (``t``, by :meth:`tasks`) and the
         first chunks of a new snapshot, as of the head R now. R starts a new epoch, so every
         ``_seq`` from here on sorts after every earlier one, whatever the file numbers."""
-        if self.follower is not None:
-            self.follower.stop()  # a snapshot again: the stream phase starts anew after it
+        self.ends.stop_following()  # a snapshot again: the stream phase starts anew after it
         head = replace(self.link.head(), epoch=start.binlog.epoch + 1)
         if self.target is not None and self.target.coordinates < head.coordinates:
             self.target = head  # availableNow: the new snapshot ends at R
-        head = self._at_first(head)
+        head = self.ends.at_first(head)
         fresh = self._fresh_snapshot(head, start)
         batch = self.planner.plan(fresh, head, batch_budget(self.options, max_rows, max_bytes))
         log.warning(
@@ -461,7 +311,7 @@ class QueryDriver:
                 now_ms,
                 before if traits.gtids else "",
             )
-            position = self._with_xa(position)
+            position = self.ends.with_xa(position)
             log.info(
                 "scan.startup.mode=%s%s: the stream starts at %s (GTIDs %s)",
                 self.options.startup_mode,
@@ -538,7 +388,7 @@ class QueryDriver:
 
     def _snapshot_tasks(self) -> list[BinlogTask | ChunkTask]:
         start = SourceOffset(None, self.planner.initial_cursor(), self.fingerprint)
-        head = self._at_first(self.link.head())
+        head = self.ends.at_first(self.link.head())
         batch = self.planner.plan(start, head, BatchBudget())
         log_plan(self.planner.registry, start, batch.end, len(batch.chunks), head)
         return self._tasks(start, batch.end)
@@ -548,7 +398,6 @@ class QueryDriver:
         write_state(self.planner.registry)
 
     def close(self) -> None:
-        if self.follower is not None:
-            self.follower.close()
+        self.ends.close()
         self.boundaries.close()
         self.link.close()

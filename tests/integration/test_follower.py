@@ -97,8 +97,8 @@ def test_a_running_streams_batches_are_planned_from_the_follower_and_stay_exact(
             if batches == 2:  # the first batches are read by the driver's own passes
                 planned_before = len(opened)
         writer.join()
-        answers = driver.follower.answers
-        assert driver.follower._run.ended is None  # its dump is still open
+        answers = driver.ends.follower.answers
+        assert driver.ends.follower._run.ended is None  # its dump is still open
     finally:
         driver.close()
     assert not errors
