@@ -24,6 +24,7 @@ from typing import Any
 
 import workload
 from cdc_runs import run_available_now
+from cpu_use import DriverCpuSampler, jvm_pid
 from peers import binlog_raw
 from report import Measurement, load_average, render
 
@@ -129,8 +130,9 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
 
 def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dict[str, Any]]:
     options = bench.source_options(shape.table, **{"scan.startup.mode": "latest-offset"})
-    checkpoint = bench.checkpoint()
+    checkpoint, without_follower = bench.checkpoint(), bench.checkpoint()
     run_available_now(spark, options, checkpoint, "pin the head")
+    run_available_now(spark, options, without_follower, "pin the head")
     with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
         start = _head(cur)
         seconds = update_rows(cur, shape.table, table_rows, shape.changes, shape.rows_per_txn)
@@ -143,8 +145,16 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
     if bench.args.binlog_parallelism:
         options["scan.binlog.parallelism"] = str(bench.args.binlog_parallelism)
     load = load_average()
-    query = run_available_now(spark, options, checkpoint, "cdc-mysql in Spark, whole query")
+    with DriverCpuSampler(jvm_pid(spark)) as driver:
+        query = run_available_now(spark, options, checkpoint, "cdc-mysql in Spark, whole query")
     query.details["load_1m"] = round(load, 2)
+    query.details["driver_cpu_s"] = driver.seconds
+    passes = {**options, "scan.binlog.follower.enabled": "false"}
+    with DriverCpuSampler(jvm_pid(spark)) as driver:
+        by_passes = run_available_now(
+            spark, passes, without_follower, "cdc-mysql in Spark, whole query, follower off"
+        )
+    by_passes.details["driver_cpu_s"] = driver.seconds
     # The binlog phase runs as a sequence of batches in one long query: its cost is the
     # batches' execution time. Starting and stopping the query is a one-time cost.
     batch_ms = query.details["duration_ms"].get("triggerExecution", 0)
@@ -165,12 +175,36 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         f"({size_bytes / 1e6:.1f} MB of binlog)"
     )
     runs = [run, query, reader, decode]
-    return render(title, runs, [peer]) + "\n" + _phases(query.details["duration_ms"]), {
+    text = "\n".join(
+        [
+            render(title, runs, [peer]),
+            _phases(query.details["duration_ms"]),
+            _driver_cpu(query, by_passes, shape.changes),
+        ]
+    )
+    return text, {
         "shape": shape.__dict__,
         "range": [list(start), list(end)],
         "runs": [r.to_json() for r in runs],
+        "follower_off": by_passes.to_json(),
         "peers": [peer.to_json()],
     }
+
+
+def _driver_cpu(followed: Measurement, by_passes: Measurement, changes: int) -> str:
+    """The driver's CPU per million row changes (the source's planner process), with the
+    follower and, over the same range, with each batch's range read when it is planned."""
+
+    def per_million(run: Measurement) -> str:
+        seconds = run.details["driver_cpu_s"]
+        batches = run.details["batches_total"]
+        return f"{seconds / changes * 1e6:.2f} CPU s per million changes ({batches} batches)"
+
+    return (
+        f"the driver: {per_million(followed)} with the follower; "
+        f"{per_million(by_passes)} with scan.binlog.follower.enabled=false "
+        f"({by_passes.rows / by_passes.seconds:,.0f} rows/s whole query)"
+    )
 
 
 def _phases(duration_ms: dict[str, int]) -> str:

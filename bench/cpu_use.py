@@ -148,3 +148,65 @@ def describe(seconds: dict[str, float], rows: int) -> str:
     parts = ", ".join(f"{name} {value:.2f}" for name, value in seconds.items())
     per_million = total / rows * 1e6 if rows else 0.0
     return f"{parts}; total {total:.2f} CPU s ({per_million:.2f} per million rows)"
+
+
+RUNNER = b"python_streaming_source_runner"
+
+
+class DriverCpuSampler:
+    """CPU seconds of the source's driver side during a run: the process Spark starts per
+    streaming query to call the source's ``latestOffset``, ``partitions`` and ``commit``
+    (``pyspark.sql.streaming.python_streaming_source_runner``), which plans every batch.
+
+    It lives only while its query runs and is reaped by the JVM, so it is sampled from
+    ``/proc`` every ``interval`` seconds and its last reading kept; the CPU of its last
+    moments (at most one interval) is not counted.
+
+    Only processes under ``ancestor`` (Spark's JVM) count: other queries on the machine
+    are not this run's.
+
+    ``with DriverCpuSampler(jvm) as sampler: ...``; then ``sampler.seconds``."""
+
+    def __init__(self, ancestor: int, interval: float = 0.05) -> None:
+        import threading
+
+        self.ancestor = ancestor
+        self.interval = interval
+        self.seconds = 0.0
+        self._last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> DriverCpuSampler:
+        self._before = set(self._runners())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seconds = round(sum(self._last.values()), 2)
+
+    def _runners(self) -> list[int]:
+        mine = descendants(read_processes(), self.ancestor)
+        found = []
+        for pid in mine:
+            try:
+                if RUNNER in (PROC / str(pid) / "cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def _sample(self) -> None:
+        ticks = float(os.sysconf("SC_CLK_TCK"))
+        while not self._stop.is_set():
+            for pid in self._runners():
+                if pid in self._before:  # a query started before the run
+                    continue
+                try:
+                    process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
+                except (OSError, ValueError, IndexError):
+                    continue
+                self._last[pid] = process.own + process.children
+            self._stop.wait(self.interval)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from cpu_use import ProcessCpu, descendants, parse_stat, split_by_group  # noqa: E402
+from cpu_use import (  # noqa: E402
+    DriverCpuSampler,
+    ProcessCpu,
+    descendants,
+    parse_stat,
+    split_by_group,
+)
 
 
 def _stat(pid, name, ppid, utime, stime, cutime, cstime, state="S"):
@@ -53,3 +61,20 @@ def test_groups_count_the_jvms_reaped_children_and_live_descendants_as_python():
 
 def test_a_server_or_jvm_that_is_gone_counts_nothing():
     assert split_by_group({}, server=5, jvm=9) == {"server": 0.0, "jvm": 0.0, "spark python": 0.0}
+
+
+def test_the_driver_sampler_counts_a_planner_process_that_ran_and_exited_during_the_run():
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: 0"
+    with DriverCpuSampler(os.getpid(), interval=0.01) as sampler:
+        subprocess.run(
+            [sys.executable, "-c", burn, "pyspark.sql.streaming.python_streaming_source_runner"],
+            check=True,
+        )
+    assert sampler.seconds > 0.1  # CPU the process itself reported (0.3 s), not wall time
+
+
+def test_the_driver_sampler_ignores_a_process_of_another_name():
+    burn = "import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass"
+    with DriverCpuSampler(os.getpid(), interval=0.01) as sampler:
+        subprocess.run([sys.executable, "-c", burn], check=True)
+    assert sampler.seconds == 0.0
