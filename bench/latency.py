@@ -57,6 +57,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seconds", type=float, default=30.0, help="writing time per rate")
     parser.add_argument(
+        "--follower",
+        choices=("on", "off", "both"),
+        default="on",
+        help="scan.binlog.follower.enabled of the source's query; both: one query each, "
+        "one after the other, in the same run (default on)",
+    )
+    parser.add_argument(
         "--sustain", type=float, default=0.0, help="seconds per rate of the sustained run (0: none)"
     )
     parser.add_argument(
@@ -293,6 +300,40 @@ def floor(spark, rate: float, seconds: float) -> str:
         query.stop()
 
 
+def run_source(spark, info, args, rates: list[float], follower: bool, first_id: int) -> int:
+    """One query of the source into the collecting sink, measured at each rate (and the
+    sustained run); returns the next free key."""
+    with info.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute(f"TRUNCATE TABLE {DATABASE}.{TABLE}")  # each query snapshots an empty table
+    sink = Sink()
+    reader = spark.readStream.format("cdc-mysql")
+    options = {**info.source_options(), "database-name": DATABASE}
+    options["table-name"] = rf"{DATABASE}\.{TABLE}"
+    options["scan.binlog.follower.enabled"] = str(follower).lower()
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    checkpoint = tempfile.mkdtemp(prefix="cdc-mysql-latency-")
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .start()
+    )  # Spark's default trigger: the next batch as soon as the last is done
+    try:
+        while not query.recentProgress:  # the snapshot of the table: the hand-over
+            time.sleep(0.2)
+        for rate in rates:
+            print(measure(query, info, rate, args.seconds, first_id, sink), flush=True)
+            first_id = max(sink.seen, default=first_id) + 1_000_000
+        if args.sustain:
+            steps = [int(r) for r in args.sustain_rates.split(",")]
+            print(sustained(query, info, steps, args.sustain, first_id, sink), flush=True)
+            first_id = max(sink.seen, default=first_id) + 1_000_000
+    finally:
+        query.stop()
+    return first_id
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from pyspark.sql import SparkSession
@@ -316,32 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         for rate in rates:
             if rate != float("inf"):
                 print(floor(spark, rate, args.seconds), flush=True)
-        sink = Sink()
-        reader = spark.readStream.format("cdc-mysql")
-        options = {**info.source_options(), "database-name": DATABASE}
-        options["table-name"] = rf"{DATABASE}\.{TABLE}"
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        checkpoint = tempfile.mkdtemp(prefix="cdc-mysql-latency-")
-        query = (
-            reader.load()
-            .writeStream.foreachBatch(sink)
-            .option("checkpointLocation", checkpoint)
-            .start()
-        )  # Spark's default trigger: the next batch as soon as the last is done
-        try:
-            while not query.recentProgress:  # the snapshot of the empty table: the hand-over
-                time.sleep(0.2)
-            first_id = 1
-            for rate in rates:
-                print(measure(query, info, rate, args.seconds, first_id, sink), flush=True)
-                first_id = max(sink.seen, default=first_id) + 1_000_000
-            if args.sustain:
-                steps = [int(r) for r in args.sustain_rates.split(",")]
-                print(sustained(query, info, steps, args.sustain, first_id, sink), flush=True)
-        finally:
-            query.stop()
-            spark.stop()
+        first_id = 1
+        for follower in ("on", "off") if args.follower == "both" else (args.follower,):
+            print(f"cdc-mysql, scan.binlog.follower.enabled={follower == 'on'}:", flush=True)
+            first_id = run_source(spark, info, args, rates, follower == "on", first_id)
+        spark.stop()
     finally:
         server.stop()
     return 0
