@@ -11,7 +11,9 @@ connection unusable anyway.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import struct
 import tempfile
@@ -54,6 +56,7 @@ def _greeting() -> bytes:
 class _FakeServer:
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="cdc-fuzz-server-")
+        atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
         self.path = os.path.join(self.dir, "mysqld.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)

@@ -52,8 +52,9 @@ def test_every_seed_and_past_finding_ends_in_a_result_or_a_decoding_error(target
         t.TARGETS[target](path.read_bytes())
 
 
-def test_the_seeds_decode_the_corpus_rows_as_the_corpus_test_does():
-    """The rows seeds are whole rows events: both decoders read every row of them."""
+def test_the_rows_seeds_are_rows_events_the_decoder_reads_whole():
+    """The rows seeds are real rows events with their tables' plans: the Python decoder
+    reads rows from every one (the fuzzer starts from valid images)."""
     decoded = 0
     for path in sorted((SEEDS / "rows").iterdir()):
         plan, kind, partial, json_count, body = t.parse_rows_input(path.read_bytes())
