@@ -13,7 +13,9 @@ watches. Seeds: ``tests/data/fuzz_seeds/<target>`` (real events and result sets,
 
 Prints per target: seconds, executions, edges covered (libFuzzer's ``cov``: instrumented
 edges of the C code; of the Python module for ``json``), of how many the loaded native
-modules have, and findings, whose inputs are kept in the throwaway directory (printed).
+modules have (they count the sanitizers' check branches too, which a correct program never
+takes, so the ratio is no coverage percentage), and findings, whose inputs are kept in the
+throwaway directory (printed).
 Exits 1 when any target found something. Needs clang (``apt-get install clang``) and
 atheris.
 """
