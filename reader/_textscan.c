@@ -197,10 +197,12 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
                 c->validity[rows / 8] |= (uint8_t)(1u << (rows % 8));
                 size_t length = lengths[i];
                 if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
-                if (grow(&c->data, start + length) < 0) return FETCH_NO_MEMORY;
-                memcpy(c->data.bytes + start, row[i], length);
-                c->data.length = start + length;
-                bytes += length;
+                if (length) { /* an empty value: the column may have no buffer yet (NULL) */
+                    if (grow(&c->data, start + length) < 0) return FETCH_NO_MEMORY;
+                    memcpy(c->data.bytes + start, row[i], length);
+                    c->data.length = start + length;
+                    bytes += length;
+                }
             } else {
                 c->has_null = 1;
             }

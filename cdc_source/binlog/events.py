@@ -23,6 +23,8 @@ from cdc_source.offsets import file_number
 HEADER_SIZE = 19
 LOG_EVENT_ARTIFICIAL_F = 0x20
 CHECKSUM_NONE, CHECKSUM_CRC32 = 0, 1
+# The largest position an event header (log_pos) and COM_BINLOG_DUMP can hold: 4 bytes.
+MAX_DUMP_POSITION = 0xFFFFFFFF
 
 # MariaDB GTID flags2 (log_event.h, Gtid_log_event)
 FL_STANDALONE = 1
@@ -468,13 +470,38 @@ class EventReader:
             return
         if event.type in _HEARTBEATS:  # a blocking dump's sign of life, at no position
             return
-        if event.end_pos <= self.next_start or event.flags & LOG_EVENT_ARTIFICIAL_F:
+        if event.flags & LOG_EVENT_ARTIFICIAL_F:
             return
+        if event.end_pos <= self.next_start:
+            self._refuse_wrapped(event)
+            return  # sent again: a new dump starts at or before what was read
         self.next_start = event.end_pos
         if event.type == c.TRANSACTION_PAYLOAD:
             yield from unwrap_payload(event)
             return
         yield event
+
+    def _refuse_wrapped(self, event: Event) -> None:
+        """Raises when ``event``, starting where the last one ended, ends past 4 GiB.
+
+        An event header's ``log_pos`` is 4 bytes; servers store the low 32 bits of the
+        real end, so in a file grown past 4 GiB (one transaction can take it past
+        ``max_binlog_size``) the end positions wrap to small numbers, which would read as
+        events sent again. The real end is the start plus the event's size: when that
+        passes 2^32 and its low 32 bits are the header's, the event is past 4 GiB. A dump
+        cannot be started there either (``COM_BINLOG_DUMP`` takes a 4-byte position), so
+        the read is refused rather than made exact."""
+        size = HEADER_SIZE + len(event.body)
+        if self.format.checksum == CHECKSUM_CRC32:
+            size += 4
+        end = self.next_start + size
+        if end > MAX_DUMP_POSITION and end & MAX_DUMP_POSITION == event.end_pos:
+            raise UnsupportedEventError(
+                f"{c.event_name(event.type)} event starting at {self.file}:{self.next_start} "
+                f"({size} bytes) ends at {end}, past 4 GiB: the binlog's 4-byte event "
+                "positions wrap there and a dump cannot start past it; keep binlog files "
+                "under 4 GiB (max_binlog_size, and no transaction of that size)"
+            )
 
 
 _HEARTBEATS = frozenset({c.HEARTBEAT, c.HEARTBEAT_V2})

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from cdc_source.binlog import framing
-from cdc_source.binlog.events import EventReader
+from cdc_source.binlog.events import MAX_DUMP_POSITION, EventReader, UnsupportedEventError
 from cdc_source.binlog.framing import PacketStream
 from cdc_source.mysql_client import SameServer, binary_logs
 from cdc_source.offsets import file_number
@@ -48,7 +48,17 @@ def prepare_dump_session(conn) -> bool:
 def start_dump(
     conn, server_id: int, file: str, pos: int, blocking: bool = False
 ) -> Callable[[int], bytes]:
-    """Sends the dump command; returns a reader of the raw stream (MySQL packets)."""
+    """Sends the dump command; returns a reader of the raw stream (MySQL packets).
+
+    The command's position is 4 bytes on both servers, so a position past 4 GiB (in a
+    file grown past ``max_binlog_size``) is refused here, by name, before any byte is
+    sent."""
+    if pos > MAX_DUMP_POSITION:
+        raise UnsupportedEventError(
+            f"cannot start a binlog dump at {file}:{pos}: the dump command's position is "
+            "4 bytes, so a binlog file cannot be read past 4 GiB; keep binlog files under "
+            "4 GiB (max_binlog_size, and no transaction of that size)"
+        )
     flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
     payload = (
         pos.to_bytes(4, "little")

@@ -340,3 +340,103 @@ def test_row_data_of_a_table_of_no_columns_is_refused_not_looped_over():
     for counter in (RowCounter("python"), *_COUNTERS):
         with pytest.raises(MalformedEventError, match="no columns"):
             counter.count(event, table_map)
+
+
+def _blob(prefix: int, limit: int):
+    return st.binary(max_size=limit).map(lambda b, p=prefix: len(b).to_bytes(p, "little") + b)
+
+
+def _packed(real_type: int, meta: int, values):
+    return values.map(lambda v, t=real_type, m=meta: enc.pack_value(t, m, v))
+
+
+_DATETIMES = st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)).map(
+    lambda v: v.replace(microsecond=0)
+)
+
+
+def _old_datetime(v: dt.datetime) -> bytes:
+    """A pre-5.6 DATETIME: YYYYMMDDhhmmss as 8 bytes little-endian."""
+    date = (v.year * 100 + v.month) * 100 + v.day
+    return (date * 1_000_000 + (v.hour * 100 + v.minute) * 100 + v.second).to_bytes(8, "little")
+
+
+# Every column kind the counter walks, as (table-map column, encoded value strategy):
+# fixed sizes of each width, DECIMALs, fractional and old-format temporals, and length
+# prefixes of 1 to 4 bytes (VARCHAR short and long, CHAR, the BLOBs, JSON).
+_SHAPES = [
+    (enc.TINY, 0, _packed(enc.TINY, 0, st.integers(-128, 127))),
+    (enc.SHORT, 0, _packed(enc.SHORT, 0, st.integers(0, 65535))),
+    (enc.INT24, 0, _packed(enc.INT24, 0, st.integers(0, 2**24 - 1))),
+    (enc.LONG, 0, _packed(enc.LONG, 0, st.integers(0, 2**32 - 1))),
+    (enc.LONGLONG, 0, _packed(enc.LONGLONG, 0, st.integers(0, 2**64 - 1))),
+    (enc.FLOAT, 4, _packed(enc.FLOAT, 4, st.floats(width=32, allow_nan=False))),
+    (enc.DOUBLE, 8, _packed(enc.DOUBLE, 8, st.floats(allow_nan=False))),
+    (
+        enc.NEWDECIMAL,
+        10 | 2 << 8,
+        _packed(enc.NEWDECIMAL, 10 | 2 << 8, st.integers(-(10**9), 10**9)),
+    ),
+    (enc.NEWDECIMAL, 65 | 30 << 8, _packed(enc.NEWDECIMAL, 65 | 30 << 8, st.integers(0, 10**30))),
+    (enc.DATE, 0, st.just(enc.date3(2024, 2, 29))),
+    (enc.YEAR, 0, st.sampled_from([b"\x00", b"\x7c"])),
+    (enc.DATETIME2, 0, _DATETIMES.map(lambda v: enc.datetime2(v, 0))),
+    (enc.DATETIME2, 6, _DATETIMES.map(lambda v: enc.datetime2(v, 6))),
+    (enc.TIMESTAMP2, 3, st.integers(1, 2**31 - 1).map(lambda s: enc.timestamp2(s, 0, 3))),
+    (enc.TIME2, 5, st.integers(-(10**12), 10**12).map(lambda m: enc.time2(m, 5))),
+    (enc.DATETIME, 0, _DATETIMES.map(_old_datetime)),
+    (enc.TIMESTAMP, 0, st.binary(min_size=4, max_size=4)),
+    (
+        enc.TIME,
+        0,
+        st.integers(-8385959, 8385959).map(lambda n: n.to_bytes(3, "little", signed=True)),
+    ),
+    (enc.VARCHAR, 40, _blob(1, 40)),
+    (enc.VARCHAR, 300, _blob(2, 300)),
+    (enc.BLOB, 1, _blob(1, 255)),
+    (enc.BLOB, 2, _blob(2, 300)),
+    (enc.BLOB, 3, _blob(3, 300)),
+    (enc.BLOB, 4, _blob(4, 300)),
+    (enc.JSON, 4, _blob(4, 100)),
+    (enc.BIT, 5 << 8 | 3, st.binary(min_size=6, max_size=6)),
+    (enc.SET, 3, st.binary(min_size=3, max_size=3)),
+    (enc.ENUM, 2, st.binary(min_size=2, max_size=2)),
+]
+
+
+@st.composite
+def _valid_rows(draw):
+    """A table of 1 to 14 columns of any kinds and rows of 1 to 6 images' worth of valid
+    values (NULLs too), for a write, update (possibly a partial-JSON one) or delete."""
+    shapes = draw(st.lists(st.sampled_from(_SHAPES), min_size=1, max_size=14))
+    columns = []
+    for i, (real_type, meta, _) in enumerate(shapes):
+        type_byte, meta_bytes = enc.column_meta(real_type, meta)
+        columns.append((f"c{i}", type_byte, meta_bytes, True, False))
+    kind = draw(st.sampled_from([c.WRITE, c.UPDATE, c.DELETE]))
+    partial = kind == c.UPDATE and draw(st.booleans())
+    json_count = sum(real_type == enc.JSON for real_type, _, _ in shapes)
+    count = draw(st.integers(1, 6))
+    data = b""
+    for _ in range(count):
+        for image in range(2 if kind == c.UPDATE else 1):
+            if image == 1 and partial:
+                with_bitmap = json_count > 0 and draw(st.booleans())
+                data += b"\x01" + bytes((json_count + 7) // 8) if with_bitmap else b"\x00"
+            values = [draw(st.none() | strategy) for _, _, strategy in shapes]
+            data += enc.row_image(values, mariadb=draw(st.booleans()))
+    return columns, kind, partial, data, count
+
+
+@settings(max_examples=300, deadline=None)
+@given(_valid_rows())
+def test_both_row_counters_count_valid_rows_of_every_shape(case):
+    columns, kind, partial, data, count = case
+    table_map = parse_table_map(enc.table_map_body(9, "shop", "shapes", columns), 8)
+    event = RowsEvent(9, kind, data, 0, partial)
+    assert count_rows(event, table_map, value_sizes(table_map)) == count
+    assert RowCounter("python").count(event, table_map) == count
+    for counter in _COUNTERS:
+        assert counter.count(event, table_map) == count
+    if not partial:
+        assert PyRowSink(table_plan(table_map)).decode(data, 0, len(data), kind) == count

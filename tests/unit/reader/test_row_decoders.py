@@ -102,6 +102,66 @@ def time_column(draw):
 
 
 @st.composite
+def old_datetime_column(draw):
+    """A DATETIME of the format before MySQL 5.6.4 (``MYSQL_TYPE_DATETIME``, no fraction):
+    the number YYYYMMDDhhmmss in 8 bytes, little-endian; 0 is the zero datetime."""
+    if draw(st.integers(0, 9)) == 0:
+        return (rp.K_DATETIME, 0, 0), bytes(8), None
+    value = draw(st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59)))
+    value = value.replace(microsecond=0)
+    date = (value.year * 100 + value.month) * 100 + value.day
+    number = date * 1_000_000 + (value.hour * 100 + value.minute) * 100 + value.second
+    return (rp.K_DATETIME, 0, 0), number.to_bytes(8, "little"), value
+
+
+@st.composite
+def old_timestamp_column(draw):
+    """An old-format TIMESTAMP: seconds since the epoch in 4 bytes, little-endian (0: the
+    zero timestamp)."""
+    seconds = draw(
+        st.one_of(st.sampled_from([0, 1, 2**31 - 1, 2**32 - 1]), st.integers(0, 2**32 - 1))
+    )
+    expected = None if seconds == 0 else dt.datetime.fromtimestamp(seconds, UTC)
+    return (rp.K_TIMESTAMP, 0, 0), seconds.to_bytes(4, "little"), expected
+
+
+@st.composite
+def old_time_column(draw):
+    """An old-format TIME: the signed number [-]HHMMSS in 3 bytes, little-endian, hours
+    up to 838."""
+    hours = draw(st.one_of(st.sampled_from([0, 838]), st.integers(0, 838)))
+    minutes, seconds = draw(st.integers(0, 59)), draw(st.integers(0, 59))
+    sign = -1 if draw(st.booleans()) else 1
+    number = sign * (hours * 10000 + minutes * 100 + seconds)
+    micros = sign * ((hours * 60 + minutes) * 60 + seconds) * 1_000_000
+    return (rp.K_TIME, 0, 0), number.to_bytes(3, "little", signed=True), micros
+
+
+JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+)
+JSON_DOCUMENTS = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@st.composite
+def json_column(draw):
+    """A JSON column (MySQL's binary JSON behind a 4-byte length, as a LONGBLOB's): the
+    decoders hand its bytes over as they are."""
+    document = enc.json_binary(draw(JSON_DOCUMENTS))
+    return (rp.K_VAR, 4, 0), len(document).to_bytes(4, "little") + document, document
+
+
+@st.composite
 def var_column(draw):
     prefix = draw(st.sampled_from([1, 2, 3, 4]))
     data = draw(st.binary(max_size=255 if prefix == 1 else 600))
@@ -146,6 +206,10 @@ COLUMN = st.one_of(
     time_column(),
     var_column(),
     small_columns(),
+    old_datetime_column(),
+    old_timestamp_column(),
+    old_time_column(),
+    json_column(),
 )
 
 
@@ -171,7 +235,10 @@ def rows(draw):
                 rp.K_DATETIME2: datetime_column(),
                 rp.K_TIMESTAMP2: timestamp_column(),
                 rp.K_TIME2: time_column(),
-                rp.K_VAR: var_column(),
+                rp.K_VAR: st.one_of(var_column(), json_column()),
+                rp.K_DATETIME: old_datetime_column(),
+                rp.K_TIMESTAMP: old_timestamp_column(),
+                rp.K_TIME: old_time_column(),
             }.get(entry[0], small_columns())
             value = draw(strategy.filter(lambda v, e=entry: v[0] == e))
             encoded.append(value[1])
@@ -273,3 +340,46 @@ def test_out_of_range_bounds_are_refused():
         sink = RowSink(((rp.K_SINT, 4, 0),), decoder=decoder)
         with pytest.raises(ValueError):
             sink.decode(b"\x00\x01\x02\x03\x04", 2, 10, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(JSON_DOCUMENTS, min_size=1, max_size=5), st.sampled_from([0, 1, 2]))
+def test_json_columns_decode_alike_and_back_to_their_documents(documents, kind):
+    """Rows of an INT and a JSON column, one row per document (every third NULL): both
+    decoders give the same arrays, and the bytes decode to the document written."""
+    from reader import json_binary
+
+    plan = ((rp.K_SINT, 4, 0), (rp.K_VAR, 4, 0))
+    images = []
+    for i, document in enumerate(documents):
+        value = None if i % 3 == 2 else enc.json_binary(document)
+        raw = None if value is None else len(value).to_bytes(4, "little") + value
+        images.append(enc.row_image([i.to_bytes(4, "little"), raw]))
+    data = b"".join(image * (2 if kind == 1 else 1) for image in images)
+    native, python = _decode("native", plan, data, kind), _decode("python", plan, data, kind)
+    for a, b in zip(native.before + native.after, python.before + python.after):
+        assert a.equals(b), (a, b)
+    side = python.before if kind == 2 else python.after
+    for i, value in enumerate(side[1].to_pylist()):
+        assert (value is None) == (i % 3 == 2)
+        if value is not None:
+            assert json_binary.decode(value) == documents[i]
+
+
+# Old-format values that are no date: month 13, day 32, February 30, hour 24, minute 60.
+NOT_OLD_DATETIMES = [20241301000000, 20240132000000, 20240230000000, 20240101240000, 20240101006000]
+
+
+@pytest.mark.parametrize("number", NOT_OLD_DATETIMES)
+def test_an_old_datetime_that_is_no_date_is_refused_alike(number):
+    plan = ((rp.K_DATETIME, 0, 0),)
+    data = enc.row_image([number.to_bytes(8, "little")])
+    outcomes = []
+    for decoder in ("native", "python"):
+        sink = RowSink(plan, decoder=decoder)
+        try:
+            sink.decode(data, 0, len(data), 0)
+            outcomes.append(("ok", sink.take().after[0].to_pylist()))
+        except ValueError as err:
+            outcomes.append((type(err).__name__, err.args))
+    assert outcomes[0] == outcomes[1]

@@ -1,0 +1,166 @@
+"""Writes the fuzz targets' seed inputs (``tests/data/fuzz_seeds/<target>/``) from the
+recorded corpus of real servers (``tests/data/binlog``: MariaDB 10.11 and MySQL 9.7
+binlogs; ``tests/data/server_answers``: their answers to the source's queries), in the
+layouts of :mod:`tests.fuzz.native_targets`:
+
+* ``rows``, ``count``: every rows event of the corpus with its table's plan or sizes,
+  plus one hand-built row of each pre-5.6 temporal kind, which no current server writes;
+* ``split``: the corpus files as dump streams, a few events per seed;
+* ``json``: every JSON column value of the MySQL corpus;
+* ``textscan``: the recorded answers as text-protocol result sets.
+
+Run ``python -m tests.fuzz.make_seeds``; it replaces the directory. Findings' inputs are
+not seeds: they stay in ``tests/data/fuzz_seeds/regressions/<target>/``, untouched here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from cdc_source.binlog import constants as c
+from cdc_source.binlog.events import CHECKSUM_CRC32, EventReader
+from cdc_source.binlog.row_count import packed_sizes, value_sizes
+from cdc_source.binlog.row_plan import K_DATETIME, K_TIME, K_TIMESTAMP, json_columns, table_plan
+from cdc_source.binlog.rows_event import parse_rows_event
+from cdc_source.binlog.table_map import TableMaps, table_id_of
+from reader.row_decoding import RowSink
+from tests.fuzz import native_targets as t
+from tests.support import server_answers
+from tests.support.binlog_corpus import CORPUS, FLAVOURS
+
+SEEDS = Path(__file__).resolve().parents[1] / "data" / "fuzz_seeds"
+MAGIC = b"\xfebin"
+EVENTS_PER_STREAM = 6
+MAX_SEED = 4096  # bytes: keeps the directory small and the fuzzer's inputs short
+
+
+def split_file(data: bytes) -> list[bytes]:
+    assert data[:4] == MAGIC
+    events, pos = [], 4
+    while pos < len(data):
+        size = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        events.append(data[pos : pos + size])
+        pos += size
+    return events
+
+
+def dump_stream(events: list[bytes]) -> bytes:
+    """Events as a dump sends them: each in a packet after an OK byte, then EOF."""
+    out, seq = bytearray(), 1
+    for data in events:
+        out += (len(data) + 1).to_bytes(3, "little") + bytes([seq & 0xFF]) + b"\x00" + data
+        seq += 1
+    return bytes(out + (5).to_bytes(3, "little") + bytes([seq & 0xFF]) + b"\xfe\0\0\2\0")
+
+
+def binlog_seeds(path: Path, seeds: dict[str, list[bytes]]) -> None:
+    raw = split_file(path.read_bytes())
+    reader = EventReader(path.name)
+    maps = TableMaps()
+    for event in reader.events(raw):
+        fmt = reader.format
+        if event.type == c.TABLE_MAP:
+            maps.add(event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
+        elif event.type in c.ROW_EVENTS:
+            table_map = maps.by_id[table_id_of(event.body, fmt.post_header_len(event.type, 8))]
+            rows = parse_rows_event(event, fmt, len(table_map.columns))
+            data = rows.data[rows.start :]
+            plan = table_plan(table_map)
+            json_count = json_columns(table_map)
+            seeds["rows"].append(t.rows_input(plan, rows.kind, rows.partial, json_count, data))
+            images = 2 if rows.kind == c.UPDATE else 1
+            bitmap = (json_count + 7) // 8 if rows.partial else -1
+            sizes = packed_sizes(value_sizes(table_map))
+            seeds["count"].append(t.count_input(images, bitmap, sizes, data))
+            json_at = [i for i, col in enumerate(table_map.columns) if col.type == c.T_JSON]
+            if json_at:
+                sink = RowSink(plan, json_count, decoder="python")
+                sink.decode(rows.data, rows.start, len(rows.data), rows.kind, rows.partial)
+                decoded = sink.take()
+                for image in (decoded.before, decoded.after):
+                    for i in json_at:
+                        seeds["json"] += [v for v in image[i].to_pylist() if v]
+    checksum = reader.format.checksum == CHECKSUM_CRC32
+    for i in range(0, len(raw), EVENTS_PER_STREAM):
+        stream = dump_stream(raw[i : i + EVENTS_PER_STREAM])
+        seeds["split"].append(t.split_input(checksum, stream))
+
+
+def old_temporal_seeds() -> list[bytes]:
+    """One row of each pre-5.6 temporal kind (DATETIME as YYYYMMDDhhmmss in 8 bytes,
+    TIMESTAMP as 4 bytes of seconds, TIME as HHMMSS in 3 bytes), and the zero values."""
+    plan = ((K_DATETIME, 0, 0), (K_TIMESTAMP, 0, 0), (K_TIME, 0, 0))
+    values = (20240229235959).to_bytes(8, "little")
+    values += (1_700_000_000).to_bytes(4, "little") + (123456).to_bytes(3, "little")
+    zero = bytes(8 + 4 + 3)
+    return [t.rows_input(plan, c.WRITE, False, 0, b"\x00" + values + b"\x00" + zero)]
+
+
+def _lenenc_text(value) -> bytes:
+    if value is None:
+        return b"\xfb"
+    data = value if isinstance(value, bytes) else str(value).encode()
+    size = len(data)
+    if size < 251:
+        return bytes([size]) + data
+    if size < 1 << 16:
+        return b"\xfc" + size.to_bytes(2, "little") + data
+    return b"\xfd" + size.to_bytes(3, "little") + data
+
+
+def _column_definition(name: str) -> bytes:
+    parts = [b"def", b"", b"", b"", name.encode(), name.encode()]
+    head = b"".join(_lenenc_text(p) for p in parts)
+    # fixed fields: charset utf8mb4, length, type VAR_STRING, flags, decimals, filler
+    return (
+        head
+        + b"\x0c"
+        + (45).to_bytes(2, "little")
+        + (1024).to_bytes(4, "little")
+        + bytes([c.T_VAR_STRING])
+        + b"\x00\x00\x00\x00\x00"
+    )
+
+
+def textscan_seeds() -> list[bytes]:
+    eof = b"\xfe\x00\x00\x02\x00"
+    seeds = []
+    for flavour in ("mariadb-10.11", "mysql-9.7"):
+        answers = server_answers.load(flavour)["answers"]
+        for setting in answers.values():
+            for answer in setting.values():
+                if "columns" not in answer or not answer["columns"]:
+                    continue
+                payloads = [bytes([len(answer["columns"])])]
+                payloads += [_column_definition(str(name)) for name in answer["columns"]]
+                payloads.append(eof)
+                for row in answer["rows"]:
+                    values = [server_answers.value_of(v) for v in row]
+                    payloads.append(b"".join(_lenenc_text(v) for v in values))
+                payloads.append(eof)
+                seeds.append(t.textscan_input(payloads))
+    return seeds
+
+
+def main() -> None:
+    seeds: dict[str, list[bytes]] = {name: [] for name in t.TARGETS}
+    for flavour in FLAVOURS:
+        for path in sorted((CORPUS / flavour).glob("binlog.[0-9]*[0-9]")):
+            binlog_seeds(path, seeds)
+    seeds["rows"] += old_temporal_seeds()
+    seeds["textscan"] = textscan_seeds()
+    for name, inputs in seeds.items():
+        directory = SEEDS / name
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        kept = {hashlib.sha1(data).hexdigest()[:16]: data for data in inputs}
+        kept = {key: data for key, data in kept.items() if len(data) <= MAX_SEED}
+        for key, data in sorted(kept.items()):
+            (directory / key).write_bytes(data)
+        print(f"{name}: {len(kept)} seeds of {len(inputs)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The native fuzz targets (``tests/fuzz/native_targets.py``): their seeds and the inputs
+of past findings replayed through the extensions as built, each finding's fix checked by
+its outcome, and a short run of ``bench/fuzz.py`` (sanitizer build, every target) that
+must find nothing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cdc_source.binlog import framing
+from reader import row_decoding
+from tests.fuzz import native_targets as t
+
+ROOT = Path(__file__).resolve().parents[3]
+SEEDS = ROOT / "tests" / "data" / "fuzz_seeds"
+REGRESSIONS = SEEDS / "regressions"
+
+
+def _textscan_available() -> bool:
+    try:
+        import MySQLdb  # noqa: F401
+
+        from reader import _textscan  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+AVAILABLE = {
+    "rows": row_decoding.native_available(),
+    "split": framing.native_available(),
+    "count": framing.native_available(),
+    "json": True,
+    "textscan": _textscan_available(),
+}
+
+
+@pytest.mark.parametrize("target", sorted(t.TARGETS))
+def test_every_seed_and_past_finding_ends_in_a_result_or_a_decoding_error(target):
+    if not AVAILABLE[target]:
+        pytest.skip(f"the extension under the {target} target is not built here")
+    inputs = sorted((SEEDS / target).iterdir())
+    assert inputs, f"no seeds for {target}: run python -m tests.fuzz.make_seeds"
+    if (REGRESSIONS / target).is_dir():
+        inputs += sorted((REGRESSIONS / target).iterdir())
+    for path in inputs:
+        t.TARGETS[target](path.read_bytes())
+
+
+def test_the_rows_seeds_are_rows_events_the_decoder_reads_whole():
+    """The rows seeds are real rows events with their tables' plans: the Python decoder
+    reads rows from every one (the fuzzer starts from valid images)."""
+    decoded = 0
+    for path in sorted((SEEDS / "rows").iterdir()):
+        plan, kind, partial, json_count, body = t.parse_rows_input(path.read_bytes())
+        sink = row_decoding.RowSink(plan, json_count, decoder="python")
+        decoded += sink.decode(body, 0, len(body), kind, partial) > 0
+    assert decoded == len(list((SEEDS / "rows").iterdir()))
+
+
+@pytest.mark.skipif(not AVAILABLE["textscan"], reason="reader._textscan is not built here")
+def test_an_empty_value_at_the_start_of_a_fetch_is_an_empty_string():
+    """Finding: the first value of a column in a fetch being empty, its buffer was
+    still NULL and was offset and copied into (undefined behaviour, UBSan)."""
+    import MySQLdb
+
+    from reader import _textscan
+    from tests.fuzz import fake_server
+
+    data = (REGRESSIONS / "textscan" / "empty-value-first-in-fetch").read_bytes()
+    fake_server.scan(t.parse_textscan_input(data))  # starts the server
+    fake_server._server.answer = t.parse_textscan_input(data)
+    conn = MySQLdb.connect(unix_socket=fake_server._server.path, user="fuzz")
+    try:
+        scan = _textscan.TextScan(conn)
+        assert scan.execute(fake_server.QUERY) == 1
+        rows, [(validity, offsets, values)] = scan.fetch(10, 1 << 16)
+    finally:
+        conn.close()
+    assert (rows, validity, offsets, values) == (1, None, bytes(8), b"")
+
+
+def test_a_short_sanitizer_run_of_every_target_finds_nothing(tmp_path):
+    pytest.importorskip("atheris")
+    if shutil.which("clang") is None:
+        pytest.skip("the sanitizer build needs clang (apt-get install clang)")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "fuzz.py"), "--seconds", "4"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    lines = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()]
+    assert sorted(line[0] for line in lines) == sorted(t.TARGETS), output
+    for _target, _, executions, edges, _, findings in lines:
+        assert int(executions) > 0 and int(edges) > 0 and findings == "none", output
