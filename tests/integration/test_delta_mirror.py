@@ -1,14 +1,16 @@
-"""examples/mysql_to_delta.py mirrors tables into Delta exactly: under a concurrent
-writer, with one crash between the Delta commit of a batch and Spark's commit of it (the
-batch runs again and is recognised as applied), the Delta table equals ``SELECT *``; with
-several tables (one Delta table each, from the envelope), with a crash between two tables'
-commits, each Delta table equals ``SELECT *`` of its table on every column. The VARCHAR
-key is utf8mb4_general_ci and the writer re-spells keys the collation holds equal ('k1'
-to 'K1', 'k1 ', and back), during snapshot and stream: each key is still one row, spelled
-as the server returns it, and its ``_key`` is the source's key bytes from the server's
-``WEIGHT_STRING``; the single-table road mirrors that table too.
-The example runs as a user runs it: ``python examples/mysql_to_delta.py`` in a child
-process, with the password in the environment."""
+"""``cdc_source.delta`` mirrors tables into Delta exactly: under a concurrent writer, with
+a crash between the Delta commit of a batch and Spark's commit of it (the batch runs again
+and is recognised as applied) and a crash between two slices of a batch's MERGE (the
+re-run skips the slice committed and applies the rest), the Delta table equals ``SELECT
+*``; with several tables (one Delta table each, from the envelope), with a crash between
+two tables' commits, each Delta table equals ``SELECT *`` of its table on every column. The
+VARCHAR key is utf8mb4_general_ci and the writer re-spells keys the collation holds equal
+('k1' to 'K1', 'k1 ', and back), during snapshot and stream: each key is still one row,
+spelled as the server returns it, and its ``_key`` is the source's key bytes from the
+server's ``WEIGHT_STRING``; the single-table road mirrors that table too.
+The query runs as a user's does: in a child process (``tests.support.delta_runner``),
+the source's options read back from the stream's DataFrame, the password in the
+environment."""
 
 from __future__ import annotations
 
@@ -27,27 +29,29 @@ import deltalake  # in the dev extra: a missing package is an error, not a skip
 import pymysql
 
 from cdc_source.catalog import discover_tables
+from cdc_source.delta.transactions import SLICE_LIMIT
 from cdc_source.types import canonical_value
 from reader.key_weights import WeightResolver
 
-ONE_DECODER = True  # the example runs with the source's default decoder
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
+ONE_DECODER = True  # the query runs with the source's default decoder
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = 3000
 
 
-def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None):
+def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None, mode="mirror"):
     info = server.info
+    lakes = table_path if isinstance(table_path, list) else [f"{mode}={table_path}"]
     return subprocess.run(
         [
             sys.executable,
-            str(EXAMPLE),
+            "-m", "tests.support.delta_runner",
             "--hostname", info.host,
             "--port", str(info.port),
             "--username", info.user,
             "--database-name", database,
             "--table-name", tables or rf"{database}\.t",
             "--checkpoint", str(checkpoint),
-            "--table-path", str(table_path),
+            *[arg for lake in lakes for arg in ("--lake", str(lake))],
             "--option", "scan.incremental.snapshot.chunk.size=500",
             "--option", "scan.snapshot.chunks-per-batch=2",
             *extra,
@@ -55,7 +59,13 @@ def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "CDC_MYSQL_PASSWORD": info.password, **(env or {})},
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "CDC_MYSQL_PASSWORD": info.password,
+            **(env or {}),
+        },
     )  # fmt: skip
 
 
@@ -100,24 +110,36 @@ def test_the_delta_mirror_is_exact_after_a_crash_between_the_delta_and_spark_com
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     checkpoint, table_path = tmp_path / "checkpoint", tmp_path / "delta"
+    name = f"{database}.t"
+    slices = ("--slice-rows", "700")  # a snapshot batch (1000 rows) is two slices
     try:
         crashed = _run(
-            server,
-            database,
-            checkpoint,
-            table_path,
-            "--available-now",
-            env={"CDC_MYSQL_EXAMPLE_CRASH_AFTER_BATCH": "1"},
-        )
+            server, database, checkpoint, table_path, "--available-now", *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_AFTER_BATCH": "1"},
+        )  # fmt: skip
+        assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
+        assert "batch 1: crashing before Spark commits" in crashed.stdout
+        between = _run(
+            server, database, checkpoint, table_path, "--available-now", *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_BETWEEN_SLICES": "1"},
+        )  # fmt: skip
     finally:
         stop.set()
         writer.join()
-    assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
-    assert "batch 1:" in crashed.stdout and "crashing before Spark commits" in crashed.stdout
+    assert between.returncode == 3, between.stdout[-2000:] + between.stderr[-3000:]
+    assert f"batch 1: {name}: already applied" in between.stdout  # re-run, not re-applied
+    crash = re.search(rf"batch (\d+): crashing after slice 0 of {re.escape(name)}", between.stdout)
+    assert crash, between.stdout[-2000:]
+    batch = int(crash.group(1))
 
-    resumed = _run(server, database, checkpoint, table_path, "--available-now")
+    resumed = _run(server, database, checkpoint, table_path, "--available-now", *slices)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
-    assert "batch 1: already applied" in resumed.stdout  # re-run by Spark, not re-applied
+    assert f"batch {batch}: {name}: already applied (slice 0)" in resumed.stdout
+    assert re.search(
+        rf"batch {batch}: {re.escape(name)}: \d+ key\(s\) merged \(slice 1\)", resumed.stdout
+    )
+    applied = _applied_slices(table_path)
+    assert applied == sorted(set(applied)), "a slice applied twice"
 
     mirror = deltalake.DeltaTable(str(table_path)).to_pyarrow_table().to_pylist()
     got = {r["id"]: (r["qty"], r["price"], r["note"], r["at"].replace(tzinfo=None)) for r in mirror}
@@ -306,15 +328,21 @@ def _versions(root: Path, tables) -> dict:
     return {t.name: deltalake.DeltaTable(str(root / t.name)).version() for t in tables}
 
 
-def _applied_batches(path: Path) -> list[int]:
-    """The batch ids of the commits in a Delta table's log, in commit order."""
-    batches = []
+def _applied_slices(path: Path) -> list[tuple[int, int]]:
+    """The (batch id, slice) of the commits in a Delta table's log, in commit order (a
+    batch's last slice as ``SLICE_LIMIT - 1``)."""
+    applied = []
     for commit in sorted((path / "_delta_log").glob("*.json")):
         for line in commit.read_text().splitlines():
             action = json.loads(line)
             if "txn" in action:
-                batches.append(action["txn"]["version"])
-    return batches
+                applied.append(divmod(action["txn"]["version"], SLICE_LIMIT))
+    return applied
+
+
+def _applied_batches(path: Path) -> list[int]:
+    """The batch ids of the commits in a Delta table's log, in commit order."""
+    return [batch for batch, _ in _applied_slices(path)]
 
 
 def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(server, tmp_path):
@@ -366,7 +394,7 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
         # carry the stream's changes of the first, and the run exits at the first of them.
         crashed = _run(
             server, database, checkpoint, root, "--trigger-seconds", "0.5", tables=regex,
-            env={"CDC_MYSQL_EXAMPLE_CRASH_BETWEEN_TABLES": "1"},
+            env={"CDC_MYSQL_LAKE_CRASH_BETWEEN_TABLES": "1"},
         )  # fmt: skip
         assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
         crash = re.search(
@@ -405,7 +433,7 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     assert any(k.startswith("MOVED-N") and k.endswith(" ") for k in keys), keys[-20:]
     assert any(k.startswith("moved-n") for k in keys), keys[-20:]
     for table in tables:
-        applied = _applied_batches(root / table.name)
+        applied = _applied_slices(root / table.name)
         assert applied == sorted(set(applied)), f"{table.name}: a batch applied twice"
 
     # Spark runs the last batch again (as after a crash before its commit): no Delta change.
@@ -419,3 +447,4 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     assert "already applied" in rerun.stdout
     assert _versions(root, tables) == versions
     _assert_equal(server, database, tables, root)
+
