@@ -4,7 +4,8 @@
     CDC_MYSQL_PASSWORD=... python examples/mysql_to_delta.py
 
 A ``table-name`` matching several tables writes one Delta table per table under the path
-(``/data/delta/shop/shop.orders``, ...); see ``cdc_source.delta``.
+(``/data/delta/shop/shop.orders``, ...). ``mode="history"`` keeps every version of every
+row (SCD type 2), ``mode="append"`` the change log; see ``cdc_source.delta``.
 """
 
 import os

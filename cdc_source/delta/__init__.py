@@ -7,8 +7,11 @@
 
 writes the stream into Delta with ``deltalake`` (delta-rs, from PyPI: no Spark jars), one
 Delta table per source table (at ``<table_path>/<db>.<table>`` when the stream captures
-several), in mode ``mirror``: the table as it is on the server
-(:mod:`cdc_source.delta.mirror_table`).
+several), in one of three modes:
+
+- ``mirror``: the table as it is on the server (:mod:`cdc_source.delta.mirror_table`);
+- ``history``: every version of every row, SCD type 2 (:mod:`cdc_source.delta.history_table`);
+- ``append``: the change log, each change once (:mod:`cdc_source.delta.change_log`).
 
 Exactly once: each commit carries Delta's application transaction of the batch's slice it
 applied, so a batch Spark runs again after a crash skips what is already in the table
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cdc_source.delta.change_log import ChangeLogTable
 from cdc_source.delta.changes import reserved_clash
+from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.lake_table import LakeTable, LegacyTableError, typed_fields
 from cdc_source.delta.mirror_table import MirrorTable
 from cdc_source.delta.source_options import source_options
@@ -32,7 +37,11 @@ from cdc_source.delta.table_set import TableSet
 from cdc_source.delta.transactions import app_id_of
 from cdc_source.delta.writer import SLICE_ROWS, Applied, LakeWriter
 
-MODES: dict[str, type[LakeTable]] = {"mirror": MirrorTable}
+MODES: dict[str, type[LakeTable]] = {
+    "mirror": MirrorTable,
+    "history": HistoryTable,
+    "append": ChangeLogTable,
+}
 
 __all__ = ["MODES", "Applied", "LakeWriter", "LegacyTableError", "mirror", "writer"]
 
@@ -108,7 +117,7 @@ def mirror(
     slice_rows: int = SLICE_ROWS,
 ):
     """Starts the query writing ``stream_df`` into lake tables at ``table_path`` in
-    ``mode`` (``mirror``) with its checkpoint at
+    ``mode`` (``mirror``, ``history`` or ``append``) with its checkpoint at
     ``checkpoint``; returns the started ``StreamingQuery``. ``trigger`` is passed to
     ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``)."""
     batches = writer(

@@ -1,6 +1,6 @@
 """The lake tables of ``cdc_source.delta`` on local Delta tables, slice by slice, without
 Spark or a server (an INT key needs no collation weights): the slicing of a batch, the
-application transactions of slices, and what the mirror makes of a sequence of changes,
+application transactions of slices, and what each mode makes of a sequence of changes,
 against the same changes folded in Python."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.delta.change_log import ChangeLogTable
+from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.mirror_table import MirrorTable
 from cdc_source.delta.slices import _ipc_streams, cut
 from cdc_source.delta.transactions import (
@@ -121,3 +123,43 @@ def test_the_mirror_holds_the_latest_row_of_each_key_after_the_reset(tmp_path):
     for rows_, (batch, index, last) in zip(SLICES, PLAN):
         assert not lake.apply(_changes(rows_), batch, index, last).committed
     assert deltalake.DeltaTable(str(tmp_path / "m")).version() == version
+
+
+def test_the_change_log_holds_each_change_once_even_written_again_by_another_query(tmp_path):
+    path = str(tmp_path / "log")
+    _apply(ChangeLogTable(path, TABLE, "first", fields=FIELDS))
+    # Another query (app id) writing the same changes adds nothing (and commits nothing).
+    _apply(ChangeLogTable(path, TABLE, "second", fields=FIELDS), commits=False)
+    rows = _rows(path)
+    want = [row for slice_ in SLICES for row in slice_]
+    assert [(r["_op"], r["id"], r["v"], int(r["_seq"]), r["_ts_ms"] // 1000) for r in rows] == want
+    assert [r["_key"] is None for r in rows] == [op == "t" for op, *_ in want]
+
+
+def test_the_history_holds_every_version_closed_by_the_next_change_of_its_key(tmp_path):
+    path = str(tmp_path / "h")
+    _apply(HistoryTable(path, TABLE, "app", fields=FIELDS))
+    rows = _rows(path)
+    got = [
+        (r["id"], r["v"], int(r["_seq"]), r["valid_from"], r["valid_to"], r["is_current"])
+        for r in rows
+    ]
+    assert got == [
+        (1, 10, 1, _time(100), _time(101), False),
+        (2, 20, 2, _time(100), _time(102), False),  # closed by its delete
+        (3, 30, 3, _time(100), _time(104), False),
+        (1, 11, 4, _time(101), _time(105), False),  # closed by the reset
+        (2, 21, 6, _time(103), _time(105), False),  # closed by the reset
+        (3, 31, 7, _time(104), _time(105), False),  # closed by the reset
+        (4, 40, 9, _time(106), _time(107), False),
+        (4, 41, 10, _time(107), _time(108), False),  # closed by its delete, a slice later
+        (5, 50, 12, _time(109), None, True),
+        (4, 42, 13, _time(110), None, True),
+    ]
+
+
+def test_the_history_applied_slice_by_slice_equals_it_applied_in_one_slice(tmp_path):
+    whole = [[row for slice_ in SLICES for row in slice_]]
+    _apply(HistoryTable(str(tmp_path / "one"), TABLE, "app", fields=FIELDS), whole, [(0, 0, True)])
+    _apply(HistoryTable(str(tmp_path / "many"), TABLE, "app", fields=FIELDS))
+    assert _rows(tmp_path / "one") == _rows(tmp_path / "many")
