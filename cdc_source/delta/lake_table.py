@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from cdc_source.delta.changes import KEY, RESERVED
+from cdc_source.delta.changes import KEY, RESERVED, reserved_clash
 from cdc_source.delta.key_bytes import KeyBytes
 from cdc_source.delta.transactions import batch_applied, slice_applied, slice_version
 
@@ -40,6 +40,7 @@ class LakeTable:
     own_columns: tuple[str, ...] = ()  # the columns of the mode, after the typed ones
 
     def __init__(self, path: str, table, app_id: str, weights=None, fields=None) -> None:
+        reserved_clash(table)
         self.path = path
         self.name = table.name
         self.keys = KeyBytes(table, weights)

@@ -82,11 +82,12 @@ class LakeWriter:
         batch_df.persist()
         try:
             for index, part, last in cut(arrow_batches(batch_df), self.slice_rows):
-                self._apply(part, batch_id, index, last)
+                self.apply_slice(part, batch_id, index, last)
         finally:
             batch_df.unpersist()
 
-    def _apply(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:
+    def apply_slice(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:
+        """Applies slice ``index`` of a batch (``last``: its last) to every lake table."""
         if self.lake is not None:
             parts = {self.lake.name: part.cast(self.source_schema)}
             lakes = {self.lake.name: self.lake}
