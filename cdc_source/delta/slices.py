@@ -1,10 +1,12 @@
 """A change batch as Arrow slices of bounded size, in ``_seq`` order, without collecting it.
 
-The batch is sorted by ``_seq`` on the executors; each sorted partition leaves them as Arrow
-IPC streams (one per Arrow batch of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows),
-which the driver reads one partition at a time (``toLocalIterator``) and cuts every
-``rows`` rows. The Python driver holds at most one slice and the next one's first part;
-Spark's driver holds one sorted partition (Spark's shuffle partitions bound its size).
+The batch (persisted on the executors' disks, so the source is read once) is range
+partitioned by ``_seq`` into about one partition per ``rows`` rows and sorted within each;
+each partition leaves the executors as Arrow IPC streams (one per Arrow batch of
+``spark.sql.execution.arrow.maxRecordsPerBatch`` rows), which the driver reads one
+partition at a time (``toLocalIterator``) and cuts every ``rows`` rows. The Python driver
+holds at most one slice and the next one's first part; Spark's driver one partition, about
+a slice (range partitioning samples the batch, so partitions are near, not exactly, equal).
 """
 
 from __future__ import annotations
@@ -30,11 +32,17 @@ def _ipc_streams(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield pa.record_batch([blob], names=[IPC_COLUMN])
 
 
-def arrow_batches(batch_df) -> Iterator[pa.Table]:
+def arrow_batches(batch_df, rows: int) -> Iterator[pa.Table]:
     """The rows of a Spark DataFrame in ``_seq`` order, as Arrow tables of at most
-    ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each."""
-    ordered = batch_df.orderBy("_seq").mapInArrow(_ipc_streams, f"{IPC_COLUMN} binary")
-    for row in ordered.toLocalIterator():
+    ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each, read in partitions of about
+    ``rows`` rows. ``batch_df`` should be persisted: it is counted, then sorted."""
+    count = batch_df.count()
+    if not count:
+        return
+    partitions = -(-count // rows)
+    ordered = batch_df.repartitionByRange(partitions, "_seq").sortWithinPartitions("_seq")
+    streams = ordered.mapInArrow(_ipc_streams, f"{IPC_COLUMN} binary")
+    for row in streams.toLocalIterator():
         yield pa.ipc.open_stream(pa.py_buffer(row[0])).read_all()
 
 

@@ -35,9 +35,10 @@ class Applied:
 
 
 class LakeWriter:
-    """Applies change batches to the lake tables of one query: ``lakes`` for a single
-    source table (its columns as the stream gives them), ``table_set`` for several
-    (the envelope schema). Call it as ``foreachBatch``'s function."""
+    """Applies change batches to the lake tables of one query: ``lake`` for a single
+    source table (its columns as the stream gives them), ``table_set`` for several (the
+    envelope schema). Call it as ``foreachBatch``'s function; ``close`` it when the query
+    has ended (its session of collation weights stays open until then)."""
 
     def __init__(
         self,
@@ -79,9 +80,11 @@ class LakeWriter:
             from pyspark.sql.pandas.types import to_arrow_schema
 
             self.source_schema = to_arrow_schema(batch_df.schema, timezone="UTC")
-        batch_df.persist()
+        from pyspark import StorageLevel
+
+        batch_df.persist(StorageLevel.DISK_ONLY)
         try:
-            for index, part, last in cut(arrow_batches(batch_df), self.slice_rows):
+            for index, part, last in cut(arrow_batches(batch_df, self.slice_rows), self.slice_rows):
                 self.apply_slice(part, batch_id, index, last)
         finally:
             batch_df.unpersist()
