@@ -7,9 +7,10 @@ the peak RSS of the Python driver and of Spark's JVM. Measurement only.
 
 Each run is a fresh process (its own Spark, ``local[2]``), an availableNow query whose
 snapshot is one batch (``scan.snapshot.rows-per-batch`` twice the table's rows, the byte
-budget out of the way). The lake sink's slices bound the Python driver's peak RSS
-(``VmHWM``): at the default ``slice_rows`` it should be the same for both batch sizes. The
-table, ``lakebench.orders`` on a throwaway MariaDB, has an INT key, three VARCHARs, a
+budget out of the way). The Python driver's peak RSS (``VmHWM``) is the slice the sink
+holds (``slice_rows``, the same for both sizes) plus delta-rs's MERGE, whose memory grows
+with the target table, which here is as large as the batch (docs/design.md, 'The lake
+sink'). The table, ``lakebench.orders`` on a throwaway MariaDB, has an INT key, three VARCHARs, a
 DECIMAL, an INT and a DATETIME, every value a function of the key.
 """
 
