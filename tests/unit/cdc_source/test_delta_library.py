@@ -1,19 +1,16 @@
-"""examples/mysql_to_delta.py without a server: the envelope's JSON images parse to the
-typed columns the single-table output gives, on both roads (binlog images and snapshot
-text); a reset (op ``t``) drops every earlier row of its table; each table's MERGE is
-applied once per batch, whichever tables a crash left unapplied; keys are the source's
-collation-exact key bytes (``_key``), so keys the collation holds equal ('a', 'A', 'a ')
-are one row, spelled as the latest change spells it."""
+"""``cdc_source.delta`` without a server or Spark, a batch as one slice: the envelope's
+JSON images parse to the typed columns the single-table output gives, on both roads
+(binlog images and snapshot text); a reset (op ``t``) drops every earlier row of its table;
+each table's MERGE is applied once per batch, whichever tables a crash left unapplied;
+keys are the source's collation-exact key bytes (``_key``), so keys the collation holds
+equal ('a', 'A', 'a ') are one row, spelled as the latest change spells it."""
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
-import importlib.util
 import json
-import sys
 from decimal import Decimal, localcontext
-from pathlib import Path
 
 import deltalake
 import pyarrow as pa
@@ -22,6 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.delta.changes import after_last_reset, latest_changes
+from cdc_source.delta.envelope_images import EnvelopeImages, base64_decode
+from cdc_source.delta.key_bytes import KeyBytes
+from cdc_source.delta.lake_table import LegacyTableError, typed_fields
+from cdc_source.delta.mirror_table import MirrorTable
+from cdc_source.delta.table_set import TableSet
+from cdc_source.delta.transactions import app_id_of
+from cdc_source.delta.writer import LakeWriter
 from cdc_source.keys import sort_key, time_literal
 from cdc_source.offsets import BinlogPosition
 from reader.arrow_output import ArrowWriter, Emitted
@@ -30,18 +35,25 @@ from reader.key_weights import WeightResolver
 # Where the envelope's rows come from (its metadata columns; not looked at here).
 ORIGIN = BinlogPosition("binlog.000001", 4, "", 7)
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mysql_to_delta.py"
 
+class TablesMirror:
+    """The several-table road of the library on one Arrow batch: the writer's table set
+    in mode ``mirror``, a batch applied as one slice (as the writer applies each)."""
 
-def _load_example():
-    spec = importlib.util.spec_from_file_location("mysql_to_delta", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    def __init__(self, root: str, tables: list, checkpoint: str, weights=None) -> None:
+        def make(path, table, fields):
+            app_id = app_id_of(checkpoint, "mirror", table.name)
+            return MirrorTable(path, table, app_id, weights, fields)
 
+        self.writer = LakeWriter(table_set=TableSet(root, tables, make))
+        self.mirrors = self.writer.table_set.lakes
+        self.images = self.writer.table_set.images
 
-example = _load_example()
+    def create(self) -> None:
+        self.writer.create()
+
+    def apply(self, envelope: pa.Table, batch_id: int) -> None:
+        self.writer.apply_slice(envelope, batch_id, 0, True)
 
 
 def _col(name, data_type, column_type, **kw) -> ColumnSpec:
@@ -150,7 +162,7 @@ def _envelope(rows: list[Emitted]) -> pa.Table:
 
 
 def _same(envelope: pa.Table, typed: pa.Table, table=TABLE) -> None:
-    images = example.EnvelopeImages(table)
+    images = EnvelopeImages(table)
     parsed = images.changes(envelope)
     for name in table.column_names + ("_op", "_seq"):
         got, want = parsed.column(name), typed.column(name)
@@ -239,15 +251,15 @@ def test_generated_values_round_trip_through_the_envelope(values):
 @settings(max_examples=100, deadline=None)
 def test_base64_decode_on_columns_equals_decoding_each_value(values, skip):
     text = pa.array([None if v is None else base64.b64encode(v).decode() for v in values])
-    assert example.base64_decode(text).to_pylist() == values
-    assert example.base64_decode(text.slice(skip)).to_pylist() == values[skip:]
+    assert base64_decode(text).to_pylist() == values
+    assert base64_decode(text.slice(skip)).to_pylist() == values[skip:]
 
 
 def test_a_binary_value_that_is_not_base64_is_an_error():
     with pytest.raises(ValueError):
-        example.base64_decode(pa.array(["abc"]))
+        base64_decode(pa.array(["abc"]))
     with pytest.raises(ValueError):
-        example.base64_decode(pa.array(["ab!c"]))
+        base64_decode(pa.array(["ab!c"]))
 
 
 def test_an_image_with_a_column_the_table_does_not_have_is_an_error():
@@ -260,7 +272,7 @@ def test_an_image_with_a_column_the_table_does_not_have_is_an_error():
         envelope.schema.get_field_index("after"), "after", pa.array([json.dumps(after)])
     )
     with pytest.raises(pa.ArrowInvalid):
-        example.EnvelopeImages(TABLE).changes(envelope)
+        EnvelopeImages(TABLE).changes(envelope)
 
 
 # -- resets (op 't') and the MERGE ----------------------------------------------------
@@ -283,16 +295,16 @@ def test_after_last_reset_keeps_the_changes_after_the_last_reset():
         ("c", "a", 1, "01"), ("t", None, None, "02"), ("c", "b", 2, "03"),
         ("t", None, None, "05"), ("u", "b", 3, "06"), ("c", "c", 4, "04"),
     )  # fmt: skip
-    later, reset = example.after_last_reset(batch)
+    later, reset = after_last_reset(batch)
     assert reset == "05"
     assert later.to_pylist() == [{"k": "b", "n": 3, "_op": "u", "_seq": "06"}]
-    same, none = example.after_last_reset(batch.slice(0, 1))
+    same, none = after_last_reset(batch.slice(0, 1))
     assert none is None and same == batch.slice(0, 1)
 
 
-def _mirror(tmp_path, name="m", table=OTHER, weights=None) -> example.DeltaMirror:
+def _mirror(tmp_path, name="m", table=OTHER, weights=None) -> MirrorTable:
     schema = pa.schema([("k", pa.string()), ("n", pa.int32()), ("_seq", pa.string())])
-    return example.DeltaMirror(str(tmp_path / name), table, "app", weights, schema)
+    return MirrorTable(str(tmp_path / name), table, "app", weights, typed_fields(schema))
 
 
 def _rows(path) -> dict:
@@ -365,7 +377,7 @@ def _small_tables():
 
 def test_several_tables_a_reset_touches_only_its_table(tmp_path):
     first, second = _small_tables()
-    mirrors = example.TablesMirror(str(tmp_path), [second, first], str(tmp_path / "ck"))
+    mirrors = TablesMirror(str(tmp_path), [second, first], str(tmp_path / "ck"))
     mirrors.create()
     mirrors.apply(
         _envelope_rows(
@@ -389,7 +401,7 @@ def test_several_tables_a_reset_touches_only_its_table(tmp_path):
 def test_several_tables_a_re_run_batch_applies_only_the_tables_not_yet_applied(tmp_path):
     """A crash between two tables' commits: the re-run skips the first, applies the second."""
     first, second = _small_tables()
-    mirrors = example.TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
+    mirrors = TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
     mirrors.create()
     batch = _envelope_rows(
         ("a", "c", {"id": 1, "v": "x"}, "10"), ("b", "c", {"k": "p", "n": 1}, "11")
@@ -408,7 +420,7 @@ def test_several_tables_a_re_run_batch_applies_only_the_tables_not_yet_applied(t
 
 def test_several_tables_a_change_of_a_table_not_mirrored_is_an_error(tmp_path):
     first, second = _small_tables()
-    mirrors = example.TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
+    mirrors = TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
     with pytest.raises(ValueError, match="not mirrored"):
         mirrors.apply(_envelope_rows(("c", "c", {"id": 1}, "10")), 0)
 
@@ -417,14 +429,14 @@ def test_several_tables_a_column_named_like_the_mirrors_own_is_refused(tmp_path)
     first, _ = _small_tables()
     clash = TableSchema("db", "z", (_col("id", "int", "int"), _col("_seq", "int", "int")), ("id",))
     with pytest.raises(ValueError, match="_seq"):
-        example.TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
+        TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
 
 
 def test_several_tables_a_column_named_key_is_refused(tmp_path):
     first, _ = _small_tables()
     clash = TableSchema("db", "z", (_col("id", "int", "int"), _col("_key", "int", "int")), ("id",))
     with pytest.raises(ValueError, match="_key"):
-        example.TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
+        TablesMirror(str(tmp_path), [first, clash], str(tmp_path / "ck"))
 
 
 # -- keys compared the way the server compares them (_key) ------------------------------
@@ -495,7 +507,7 @@ def test_key_bytes_of_re_spelled_keys_are_equal_and_latest_changes_keeps_one_per
     """'a', 'A' and 'a ' are one key under utf8mb4_general_ci: one ``_key``, and the batch's
     last change of it (the highest ``_seq``) is the one kept, with its spelling."""
     server = _Server()
-    keys = example.KeyBytes(CI, server.resolver())
+    keys = KeyBytes(CI, server.resolver())
     batch = _changes(
         ("c", "a", 1, "10"), ("u", "A", 2, "11"), ("c", "b", 3, "12"), ("u", "a ", 4, "13"),
         ("d", "B  ", 3, "14"), ("c", "c", 5, "15"),
@@ -507,7 +519,7 @@ def test_key_bytes_of_re_spelled_keys_are_equal_and_latest_changes_keeps_one_per
     assert key == [
         sort_key(CI, (k,), lambda _c, v: server.weight(v)) for k in batch["k"].to_pylist()
     ]
-    latest = example.latest_changes(with_keys)
+    latest = latest_changes(with_keys)
     assert sorted((r["_op"], r["k"], r["_seq"]) for r in latest.to_pylist()) == [
         ("c", "c", "15"), ("d", "B  ", "14"), ("u", "a ", "13"),
     ]  # fmt: skip
@@ -521,13 +533,13 @@ def test_latest_changes_groups_by_the_key_bytes_alone():
     batch = _changes(
         ("c", "x", 1, "01"), ("u", "X", 2, "02"), ("c", "y", 3, "03"), ("u", "y", 4, "04")
     ).append_column("_key", pa.array([b"\x01", b"\x01", b"\x02", b"\x03"], pa.binary()))
-    latest = example.latest_changes(batch)
+    latest = latest_changes(batch)
     assert latest["_seq"].to_pylist() == ["02", "03", "04"]
 
 
 def test_weights_are_fetched_in_batches_and_cached():
     server = _Server()
-    keys = example.KeyBytes(CI, server.resolver())
+    keys = KeyBytes(CI, server.resolver())
     values = [f"v{i:04d}" for i in range(1200)]
     batch = _changes(*[("c", v, i, f"{i:05d}") for i, v in enumerate(values + values)])
     first = keys(batch)
@@ -543,11 +555,11 @@ def test_weights_are_fetched_in_batches_and_cached():
 def test_a_key_without_a_string_needs_no_server_and_a_string_key_needs_weights():
     table = TableSchema("db", "i", (_col("id", "int", "int"), _col("n", "int", "int")), ("id",))
     batch = pa.table({"id": pa.array([3, -1], pa.int32()), "n": pa.array([1, 2], pa.int32())})
-    assert example.KeyBytes(table)(batch).to_pylist() == [
+    assert KeyBytes(table)(batch).to_pylist() == [
         sort_key(table, (3,)), sort_key(table, (-1,))
     ]  # fmt: skip
     with pytest.raises(ValueError, match="collation weights"):
-        example.KeyBytes(CI)
+        KeyBytes(CI)
 
 
 KEY_COLUMNS = (
@@ -579,10 +591,10 @@ def test_key_bytes_of_typed_columns_equal_the_sources_sort_key(key):
             for e in rows
         ]
     typed = _typed(rows, table)
-    assert example.KeyBytes(table, server.resolver())(typed).to_pylist() == want
+    assert KeyBytes(table, server.resolver())(typed).to_pylist() == want
     envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows, ORIGIN)))
-    parsed = example.EnvelopeImages(table).changes(envelope)
-    assert example.KeyBytes(table, server.resolver())(parsed).to_pylist() == want
+    parsed = EnvelopeImages(table).changes(envelope)
+    assert KeyBytes(table, server.resolver())(parsed).to_pylist() == want
 
 
 def _at(key) -> list[int]:
@@ -620,9 +632,7 @@ def test_several_tables_re_spelled_keys_are_one_row(tmp_path):
     """The envelope road: a table with a collated string key, re-spelled."""
     first, _ = _small_tables()
     server = _Server()
-    mirrors = example.TablesMirror(
-        str(tmp_path), [first, CI], str(tmp_path / "ck"), server.resolver()
-    )
+    mirrors = TablesMirror(str(tmp_path), [first, CI], str(tmp_path / "ck"), server.resolver())
     mirrors.create()
     mirrors.apply(
         _envelope_rows(
@@ -647,9 +657,9 @@ def test_a_delta_table_without_key_is_refused(tmp_path):
         pa.table({"k": ["a"], "n": pa.array([1], pa.int32()), "_seq": ["10"]}),
     )
     mirror = _mirror(tmp_path)
-    with pytest.raises(example.LegacyTableError, match="no _key column.*rebuild it"):
+    with pytest.raises(LegacyTableError, match="no _key column.*rebuild it"):
         mirror.check()
-    with pytest.raises(example.LegacyTableError):
+    with pytest.raises(LegacyTableError):
         mirror.apply(_changes(("c", "b", 2, "20")), 0)
     assert deltalake.DeltaTable(str(legacy)).version() == 0
     _mirror(tmp_path, "new").check()  # no table yet: nothing to refuse
@@ -657,6 +667,6 @@ def test_a_delta_table_without_key_is_refused(tmp_path):
     deltalake.write_deltalake(
         str(tmp_path / "db.b"), pa.table({"k": ["a"], "n": pa.array([1], pa.int32())})
     )
-    mirrors = example.TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
-    with pytest.raises(example.LegacyTableError, match="db.b"):
+    mirrors = TablesMirror(str(tmp_path), [first, second], str(tmp_path / "ck"))
+    with pytest.raises(LegacyTableError, match="db.b"):
         mirrors.create()

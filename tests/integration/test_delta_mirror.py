@@ -1,14 +1,16 @@
-"""examples/mysql_to_delta.py mirrors tables into Delta exactly: under a concurrent
-writer, with one crash between the Delta commit of a batch and Spark's commit of it (the
-batch runs again and is recognised as applied), the Delta table equals ``SELECT *``; with
-several tables (one Delta table each, from the envelope), with a crash between two tables'
-commits, each Delta table equals ``SELECT *`` of its table on every column. The VARCHAR
-key is utf8mb4_general_ci and the writer re-spells keys the collation holds equal ('k1'
-to 'K1', 'k1 ', and back), during snapshot and stream: each key is still one row, spelled
-as the server returns it, and its ``_key`` is the source's key bytes from the server's
-``WEIGHT_STRING``; the single-table road mirrors that table too.
-The example runs as a user runs it: ``python examples/mysql_to_delta.py`` in a child
-process, with the password in the environment."""
+"""``cdc_source.delta`` mirrors tables into Delta exactly: under a concurrent writer, with
+a crash between the Delta commit of a batch and Spark's commit of it (the batch runs again
+and is recognised as applied) and a crash between two slices of a batch's MERGE (the
+re-run skips the slice committed and applies the rest), the Delta table equals ``SELECT
+*``; with several tables (one Delta table each, from the envelope), with a crash between
+two tables' commits, each Delta table equals ``SELECT *`` of its table on every column. The
+VARCHAR key is utf8mb4_general_ci and the writer re-spells keys the collation holds equal
+('k1' to 'K1', 'k1 ', and back), during snapshot and stream: each key is still one row,
+spelled as the server returns it, and its ``_key`` is the source's key bytes from the
+server's ``WEIGHT_STRING``; the single-table road mirrors that table too.
+The query runs as a user's does: in a child process (``tests.support.delta_runner``),
+the source's options read back from the stream's DataFrame, the password in the
+environment."""
 
 from __future__ import annotations
 
@@ -27,27 +29,29 @@ import deltalake  # in the dev extra: a missing package is an error, not a skip
 import pymysql
 
 from cdc_source.catalog import discover_tables
+from cdc_source.delta.transactions import SLICE_LIMIT
 from cdc_source.types import canonical_value
 from reader.key_weights import WeightResolver
 
-ONE_DECODER = True  # the example runs with the source's default decoder
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mysql_to_delta.py"
+ONE_DECODER = True  # the query runs with the source's default decoder
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = 3000
 
 
-def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None):
+def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None, mode="mirror"):
     info = server.info
+    lakes = table_path if isinstance(table_path, list) else [f"{mode}={table_path}"]
     return subprocess.run(
         [
             sys.executable,
-            str(EXAMPLE),
+            "-m", "tests.support.delta_runner",
             "--hostname", info.host,
             "--port", str(info.port),
             "--username", info.user,
             "--database-name", database,
             "--table-name", tables or rf"{database}\.t",
             "--checkpoint", str(checkpoint),
-            "--table-path", str(table_path),
+            *[arg for lake in lakes for arg in ("--lake", str(lake))],
             "--option", "scan.incremental.snapshot.chunk.size=500",
             "--option", "scan.snapshot.chunks-per-batch=2",
             *extra,
@@ -55,7 +59,13 @@ def _run(server, database, checkpoint, table_path, *extra, env=None, tables=None
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "CDC_MYSQL_PASSWORD": info.password, **(env or {})},
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "CDC_MYSQL_PASSWORD": info.password,
+            **(env or {}),
+        },
     )  # fmt: skip
 
 
@@ -100,24 +110,36 @@ def test_the_delta_mirror_is_exact_after_a_crash_between_the_delta_and_spark_com
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     checkpoint, table_path = tmp_path / "checkpoint", tmp_path / "delta"
+    name = f"{database}.t"
+    slices = ("--slice-rows", "700")  # a snapshot batch (1000 rows) is two slices
     try:
         crashed = _run(
-            server,
-            database,
-            checkpoint,
-            table_path,
-            "--available-now",
-            env={"CDC_MYSQL_EXAMPLE_CRASH_AFTER_BATCH": "1"},
-        )
+            server, database, checkpoint, table_path, "--available-now", *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_AFTER_BATCH": "1"},
+        )  # fmt: skip
+        assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
+        assert "batch 1: crashing before Spark commits" in crashed.stdout
+        between = _run(
+            server, database, checkpoint, table_path, "--available-now", *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_BETWEEN_SLICES": "1"},
+        )  # fmt: skip
     finally:
         stop.set()
         writer.join()
-    assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
-    assert "batch 1:" in crashed.stdout and "crashing before Spark commits" in crashed.stdout
+    assert between.returncode == 3, between.stdout[-2000:] + between.stderr[-3000:]
+    assert f"batch 1: {name}: already applied" in between.stdout  # re-run, not re-applied
+    crash = re.search(rf"batch (\d+): crashing after slice 0 of {re.escape(name)}", between.stdout)
+    assert crash, between.stdout[-2000:]
+    batch = int(crash.group(1))
 
-    resumed = _run(server, database, checkpoint, table_path, "--available-now")
+    resumed = _run(server, database, checkpoint, table_path, "--available-now", *slices)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
-    assert "batch 1: already applied" in resumed.stdout  # re-run by Spark, not re-applied
+    assert f"batch {batch}: {name}: already applied (slice 0)" in resumed.stdout
+    assert re.search(
+        rf"batch {batch}: {re.escape(name)}: \d+ key\(s\) merged \(slice 1\)", resumed.stdout
+    )
+    applied = _applied_slices(table_path)
+    assert applied == sorted(set(applied)), "a slice applied twice"
 
     mirror = deltalake.DeltaTable(str(table_path)).to_pyarrow_table().to_pylist()
     got = {r["id"]: (r["qty"], r["price"], r["note"], r["at"].replace(tzinfo=None)) for r in mirror}
@@ -306,15 +328,21 @@ def _versions(root: Path, tables) -> dict:
     return {t.name: deltalake.DeltaTable(str(root / t.name)).version() for t in tables}
 
 
-def _applied_batches(path: Path) -> list[int]:
-    """The batch ids of the commits in a Delta table's log, in commit order."""
-    batches = []
+def _applied_slices(path: Path) -> list[tuple[int, int]]:
+    """The (batch id, slice) of the commits in a Delta table's log, in commit order (a
+    batch's last slice as ``SLICE_LIMIT - 1``)."""
+    applied = []
     for commit in sorted((path / "_delta_log").glob("*.json")):
         for line in commit.read_text().splitlines():
             action = json.loads(line)
             if "txn" in action:
-                batches.append(action["txn"]["version"])
-    return batches
+                applied.append(divmod(action["txn"]["version"], SLICE_LIMIT))
+    return applied
+
+
+def _applied_batches(path: Path) -> list[int]:
+    """The batch ids of the commits in a Delta table's log, in commit order."""
+    return [batch for batch, _ in _applied_slices(path)]
 
 
 def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(server, tmp_path):
@@ -366,7 +394,7 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
         # carry the stream's changes of the first, and the run exits at the first of them.
         crashed = _run(
             server, database, checkpoint, root, "--trigger-seconds", "0.5", tables=regex,
-            env={"CDC_MYSQL_EXAMPLE_CRASH_BETWEEN_TABLES": "1"},
+            env={"CDC_MYSQL_LAKE_CRASH_BETWEEN_TABLES": "1"},
         )  # fmt: skip
         assert crashed.returncode == 3, crashed.stdout[-2000:] + crashed.stderr[-3000:]
         crash = re.search(
@@ -405,7 +433,7 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     assert any(k.startswith("MOVED-N") and k.endswith(" ") for k in keys), keys[-20:]
     assert any(k.startswith("moved-n") for k in keys), keys[-20:]
     for table in tables:
-        applied = _applied_batches(root / table.name)
+        applied = _applied_slices(root / table.name)
         assert applied == sorted(set(applied)), f"{table.name}: a batch applied twice"
 
     # Spark runs the last batch again (as after a crash before its commit): no Delta change.
@@ -419,3 +447,196 @@ def test_several_tables_mirror_exactly_after_a_crash_between_two_tables_commits(
     assert "already applied" in rerun.stdout
     assert _versions(root, tables) == versions
     _assert_equal(server, database, tables, root)
+
+
+# -- the three modes in one query --------------------------------------------------------
+
+MODE_ROWS = 2000
+MODE_DDL = """CREATE TABLE t (
+  k VARCHAR(24) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY,
+  n INT NOT NULL, note VARCHAR(40))"""
+MODE_COLUMNS = ("k", "n", "note")
+
+
+def _write_modes(cur, n: int, truncate: bool = False) -> None:
+    """One round on ``t``: an update, re-spellings of keys ('k0007' to 'K0007 ' and back),
+    a delete, an insert and a key move; or, with ``truncate``, the table truncated and
+    rows inserted anew."""
+    if truncate:
+        cur.execute("TRUNCATE TABLE t")
+        cur.executemany(
+            "INSERT INTO t VALUES (%s, %s, 'after the truncate')",
+            [(f"k{i:04d}", i) for i in range(0, MODE_ROWS, 7)],
+        )
+        return
+    cur.execute(
+        "UPDATE t SET n = n + 1, note = %s WHERE k = %s", (f"r{n}", f"k{n * 7 % MODE_ROWS:04d}")
+    )
+    cur.execute(
+        "UPDATE t SET k = CONCAT(UPPER(k), ' ') WHERE k = %s", (f"k{n * 3 % MODE_ROWS:04d}",)
+    )
+    cur.execute(
+        "UPDATE t SET k = LOWER(TRIM(TRAILING ' ' FROM k)), n = n + 2 WHERE k = %s",
+        (f"k{(n - 2) * 3 % MODE_ROWS:04d}",),
+    )
+    cur.execute("DELETE FROM t WHERE k = %s", (f"k{n * 11 % MODE_ROWS:04d}",))
+    cur.execute("INSERT INTO t VALUES (%s, %s, 'new')", (f"n{n:05d}", n))
+    cur.execute("UPDATE t SET k = CONCAT('m', k) WHERE k = %s", (f"n{n - 1:05d}",))
+
+
+def _delta_rows(path: Path, version: int | None = None) -> list[dict]:
+    table = deltalake.DeltaTable(str(path), version=version).to_pyarrow_table()
+    return table.sort_by([("_seq", "ascending")]).to_pylist()
+
+
+def _batch_versions(path: Path) -> dict[int, int]:
+    """The Delta version at which each batch's last slice was committed, by batch id."""
+    versions = {}
+    for commit in sorted((path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "txn" in action:
+                batch, index = divmod(action["txn"]["version"], SLICE_LIMIT)
+                if index == SLICE_LIMIT - 1:
+                    versions[batch] = int(commit.stem)
+    return versions
+
+
+def _fold(log: list[dict]) -> dict[bytes, tuple]:
+    """The table a change log (in ``_seq`` order) leaves: by key bytes, the row's values."""
+    state: dict[bytes, tuple] = {}
+    for change in log:
+        if change["_op"] == "t":
+            state.clear()
+        elif change["_op"] == "d":
+            state.pop(change["_key"], None)
+        else:
+            state[change["_key"]] = tuple(change[c] for c in MODE_COLUMNS)
+    return state
+
+
+def _history_of(log: list[dict]) -> list[tuple]:
+    """The SCD type 2 versions a change log (in ``_seq`` order) makes, in ``_seq`` order:
+    (values, _seq, _key, valid_from, valid_to, is_current)."""
+    versions: list[list] = []
+    open_: dict[bytes, list] = {}
+    for change in log:
+        at = dt.datetime.fromtimestamp(change["_ts_ms"] / 1000, dt.timezone.utc)
+        if change["_op"] == "t":
+            for version in open_.values():
+                version[4], version[5] = at, False
+            open_.clear()
+            continue
+        previous = open_.pop(change["_key"], None)
+        if previous is not None:
+            previous[4], previous[5] = at, False
+        if change["_op"] != "d":
+            values = tuple(change[c] for c in MODE_COLUMNS)
+            version = [values, change["_seq"], change["_key"], at, None, True]
+            versions.append(version)
+            open_[change["_key"]] = version
+    return [tuple(v) for v in versions]
+
+
+def _history_rows(rows: list[dict]) -> list[tuple]:
+    return [
+        (
+            tuple(r[c] for c in MODE_COLUMNS),
+            r["_seq"],
+            r["_key"],
+            r["valid_from"],
+            r["valid_to"],
+            r["is_current"],
+        )
+        for r in rows
+    ]
+
+
+def test_mirror_history_and_change_log_are_exact_at_every_committed_batch(server, tmp_path):
+    """One query writes each batch into the three modes (``foreachBatch`` composed of three
+    writers) under a writer that updates, re-spells (utf8mb4_general_ci), deletes, inserts,
+    moves keys and truncates the table (between two runs), through a crash between two
+    slices of a batch and a crash before Spark's commit. Then: the change log holds each
+    ``_seq`` once and folds to ``SELECT *``; the mirror equals ``SELECT *``; the history is
+    exactly the versions the change log makes (``valid_from``/``valid_to`` from each
+    change's time, deletes and the truncate closing versions); and at every batch
+    committed, the history's current versions and the folded change log as of that batch's
+    Delta version equal the mirror as of its own."""
+    database = server.fresh_database("delta_modes")
+    server.execute(MODE_DDL, database=database)
+    with _connect(server, database) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO t VALUES (%s, %s, %s)",
+            [(f"k{i:04d}", i, f"row {i}") for i in range(MODE_ROWS)],
+        )
+    stop, truncate = threading.Event(), threading.Event()
+    rounds, errors, truncated = [], [], []
+
+    def write() -> None:
+        n = 0
+        try:
+            with _connect(server, database) as conn, conn.cursor() as cur:
+                while not stop.is_set():
+                    n += 1
+                    if truncate.is_set() and not truncated:
+                        _write_modes(cur, n, truncate=True)
+                        truncated.append(n)
+                    else:
+                        _write_modes(cur, n)
+                    rounds.append(n)
+                    stop.wait(0.02)
+        except Exception as error:  # the test fails on it below
+            errors.append(error)
+
+    paths = {mode: tmp_path / mode for mode in ("mirror", "history", "append")}
+    lakes = [f"{mode}={path}" for mode, path in paths.items()]
+    checkpoint = tmp_path / "checkpoint"
+    slices = ("--slice-rows", "600", "--trigger-seconds", "0.5")
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        between = _run(
+            server, database, checkpoint, lakes, *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_BETWEEN_SLICES": "1"},
+        )  # fmt: skip
+        assert between.returncode == 3, between.stdout[-2000:] + between.stderr[-3000:]
+        assert "crashing after slice 0" in between.stdout
+        truncate.set()  # in the stream, after the snapshot's start
+        while not truncated and not errors:
+            stop.wait(0.2)
+        after = _run(
+            server, database, checkpoint, lakes, *slices,
+            env={"CDC_MYSQL_LAKE_CRASH_AFTER_BATCH": "4"},
+        )  # fmt: skip
+        assert after.returncode == 3, after.stdout[-2000:] + after.stderr[-3000:]
+    finally:
+        stop.set()
+        writer.join()
+    assert not errors and truncated, errors
+    done = _run(server, database, checkpoint, lakes, "--available-now", *slices)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "batch 4: " in done.stdout and "already applied" in done.stdout
+
+    with _connect(server, database) as conn, conn.cursor() as cur:
+        cur.execute("SELECT k, n, note FROM t")
+        server_rows = {row[0]: row for row in cur.fetchall()}
+    log = _delta_rows(paths["append"])
+    assert len({r["_seq"] for r in log}) == len(log), "a change appears twice in the log"
+    assert any(r["_op"] == "t" for r in log)
+    assert {v[0]: v for v in _fold(log).values()} == server_rows
+    mirror = _delta_rows(paths["mirror"])
+    assert {r["k"]: tuple(r[c] for c in MODE_COLUMNS) for r in mirror} == server_rows
+    assert len(mirror) == len(server_rows)
+    history = _delta_rows(paths["history"])
+    assert _history_rows(history) == _history_of(log)
+
+    mirror_at, history_at, log_at = (_batch_versions(paths[m]) for m in paths)
+    assert mirror_at.keys() == history_at.keys() == log_at.keys() and len(mirror_at) > 3
+    for batch, version in mirror_at.items():
+        want = {
+            r["_key"]: tuple(r[c] for c in MODE_COLUMNS)
+            for r in _delta_rows(paths["mirror"], version)
+        }
+        current = [r for r in _delta_rows(paths["history"], history_at[batch]) if r["is_current"]]
+        assert {r["_key"]: tuple(r[c] for c in MODE_COLUMNS) for r in current} == want, batch
+        assert _fold(_delta_rows(paths["append"], log_at[batch])) == want, batch

@@ -1,0 +1,129 @@
+"""Lake tables from a change stream: ``cdc_source.delta`` (``pip install 'cdc-mysql[lake]'``).
+
+::
+
+    changes = spark.readStream.format("cdc-mysql").options(**options).load()
+    query = delta.mirror(changes, "/data/delta/orders", checkpoint="/data/ck/orders")
+
+writes the stream into Delta with ``deltalake`` (delta-rs, from PyPI: no Spark jars), one
+Delta table per source table (at ``<table_path>/<db>.<table>`` when the stream captures
+several), in one of three modes:
+
+- ``mirror``: the table as it is on the server (:mod:`cdc_source.delta.mirror_table`);
+- ``history``: every version of every row, SCD type 2 (:mod:`cdc_source.delta.history_table`);
+- ``append``: the change log, each change once (:mod:`cdc_source.delta.change_log`).
+
+Exactly once: each commit carries Delta's application transaction of the batch's slice it
+applied, so a batch Spark runs again after a crash skips what is already in the table
+(:mod:`cdc_source.delta.transactions`). Keys are compared as the server compares them: each
+row's ``_key`` holds its primary key's bytes under the column's collation
+(:mod:`cdc_source.delta.key_bytes`), read with a session of the driver's own. A batch is
+merged in slices of bounded size, never collected whole (:mod:`cdc_source.delta.slices`).
+
+``writer`` builds the ``foreachBatch`` function alone, for a query composed otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cdc_source.delta.change_log import ChangeLogTable
+from cdc_source.delta.changes import reserved_clash
+from cdc_source.delta.history_table import HistoryTable
+from cdc_source.delta.lake_table import LakeTable, LegacyTableError, typed_fields
+from cdc_source.delta.mirror_table import MirrorTable
+from cdc_source.delta.source_options import source_options
+from cdc_source.delta.table_set import TableSet
+from cdc_source.delta.transactions import app_id_of
+from cdc_source.delta.writer import SLICE_ROWS, Applied, LakeWriter
+
+MODES: dict[str, type[LakeTable]] = {
+    "mirror": MirrorTable,
+    "history": HistoryTable,
+    "append": ChangeLogTable,
+}
+
+__all__ = ["MODES", "Applied", "LakeWriter", "LegacyTableError", "mirror", "writer"]
+
+
+def _weight_resolver(parsed):
+    """The server's collation weights of string key values, for ``_key`` (a session of
+    the driver's own, opened at the first string key and reopened after a lost one)."""
+    from cdc_source.mysql_client import connect
+    from reader.key_weights import WeightResolver
+
+    kwargs = parsed.connection_kwargs()
+    return WeightResolver(lambda: connect(dict(kwargs)), parsed.retry_policy())
+
+
+def writer(
+    stream_df,
+    table_path: str,
+    checkpoint: str,
+    mode: str = "mirror",
+    *,
+    options: dict[str, str] | None = None,
+    slice_rows: int = SLICE_ROWS,
+    on_apply: Callable[[Applied], None] | None = None,
+) -> LakeWriter:
+    """The ``foreachBatch`` function writing ``stream_df`` (a ``cdc-mysql`` stream) into
+    lake tables at ``table_path`` in ``mode``, its lake tables created (empty) if new.
+
+    ``checkpoint`` names the query's commits (use the query's checkpoint location);
+    ``options`` are the stream's (read from ``stream_df`` when not given); ``on_apply``
+    is called after each table's slice is applied."""
+    from cdc_source.datasource import discover
+    from cdc_source.options import parse_options
+    from cdc_source.output_schema import is_envelope
+
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    kind = MODES[mode]
+    parsed = parse_options(options if options is not None else source_options(stream_df))
+    tables = discover(parsed)
+    if not tables:
+        raise ValueError(f"the stream's options capture no table ({parsed.table_pattern!r})")
+    for table in tables:
+        reserved_clash(table)
+    weights = _weight_resolver(parsed)
+    if is_envelope(tables):
+        lakes = TableSet(
+            table_path,
+            tables,
+            lambda path, table, fields: kind(
+                path, table, app_id_of(checkpoint, mode, table.name), weights, fields
+            ),
+        )
+        result = LakeWriter(table_set=lakes, slice_rows=slice_rows, weights=weights)
+    else:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        fields = typed_fields(to_arrow_schema(stream_df.schema, timezone="UTC"))
+        lake = kind(table_path, tables[0], app_id_of(checkpoint, mode), weights, fields)
+        result = LakeWriter(lake=lake, slice_rows=slice_rows, weights=weights)
+    result.on_apply = on_apply
+    result.create()
+    return result
+
+
+def mirror(
+    stream_df,
+    table_path: str,
+    checkpoint: str,
+    mode: str = "mirror",
+    *,
+    options: dict[str, str] | None = None,
+    trigger: dict | None = None,
+    slice_rows: int = SLICE_ROWS,
+):
+    """Starts the query writing ``stream_df`` into lake tables at ``table_path`` in
+    ``mode`` (``mirror``, ``history`` or ``append``) with its checkpoint at
+    ``checkpoint``; returns the started ``StreamingQuery``. ``trigger`` is passed to
+    ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``)."""
+    batches = writer(
+        stream_df, table_path, checkpoint, mode, options=options, slice_rows=slice_rows
+    )
+    stream = stream_df.writeStream.foreachBatch(batches).option("checkpointLocation", checkpoint)
+    if trigger:
+        stream = stream.trigger(**trigger)
+    return stream.start()

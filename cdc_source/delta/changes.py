@@ -1,0 +1,47 @@
+"""The columns a lake table keeps for its own, and what one table's changes reduce to."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+RESET_OP = "t"
+DELETE_OP = "d"
+KEY = "_key"  # each row's primary-key bytes, equal exactly when the server's keys are equal
+# Column names the lake tables need for their own (a source table with one is refused).
+RESERVED = ("_op", "_seq", "_ts_ms", KEY, "valid_from", "valid_to", "is_current")
+
+
+def reserved_clash(table) -> None:
+    """Refuses a source table with a column the lake tables need for their own."""
+    clash = set(RESERVED) & set(table.column_names)
+    if clash:
+        raise ValueError(
+            f"table {table.name} has column(s) {sorted(clash)}, which the Delta tables "
+            "need for their own columns"
+        )
+
+
+def latest_changes(batch: pa.Table) -> pa.Table:
+    """Per key (its ``_key`` bytes), the row with the highest ``_seq`` of the batch
+    (``_seq`` is unique per change, so the rows holding their key's maximum are exactly
+    one per key)."""
+    if batch.num_rows == 0:
+        return batch
+    newest = batch.group_by([KEY]).aggregate([("_seq", "max")])
+    return batch.filter(pc.is_in(batch.column("_seq"), value_set=newest.column("_seq_max")))
+
+
+def after_last_reset(batch: pa.Table) -> tuple[pa.Table, str | None]:
+    """The changes of one table's batch that follow its last reset (op ``t``), and that
+    reset's ``_seq`` (None without a reset: then every change of the batch)."""
+    resets = pc.equal(batch.column("_op"), RESET_OP)
+    if not pc.any(resets).as_py():
+        return batch, None
+    last = pc.max(batch.filter(resets).column("_seq")).as_py()
+    return batch.filter(pc.greater(batch.column("_seq"), last)), last
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a SQL string literal of a MERGE predicate."""
+    return "'" + value.replace("'", "''") + "'"

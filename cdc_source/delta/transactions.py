@@ -1,0 +1,43 @@
+"""Delta application transactions: how a re-run batch (or slice of one) is recognised.
+
+Every commit of a lake table carries an application transaction: its app id names the
+query (its checkpoint), the mode and the source table; its version names the Spark batch
+and the slice of the batch it applied. A batch is merged in slices of bounded size, in
+``_seq`` order, one commit per slice, so a batch that Spark runs again after a crash skips
+the slices already committed and applies the rest. A slice is identified by its index: the
+batch's rows in ``_seq`` order cut every ``slice_rows`` rows, the same cut on a re-run as
+long as ``slice_rows`` is unchanged (Spark replays a batch's offsets, and ``_seq`` is unique
+per change). The last slice of a batch commits with the highest version of the batch, so a
+batch wholly applied is recognised without reading it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+SLICE_LIMIT = 1 << 24  # slices per batch (the versions between two batches' ids)
+
+
+def app_id_of(checkpoint: str, mode: str, table: str | None = None) -> str:
+    """Delta's application id of a query's commits (per table when there are several)."""
+    key = os.path.abspath(checkpoint) + ("" if table is None else "\0" + table)
+    return f"cdc-mysql:{mode}:" + hashlib.sha1(key.encode()).hexdigest()
+
+
+def slice_version(batch_id: int, index: int, last: bool) -> int:
+    """The application transaction version of a batch's slice ``index``."""
+    if not 0 <= index < SLICE_LIMIT - 1:
+        raise ValueError(f"batch {batch_id} has more than {SLICE_LIMIT - 1} slices")
+    return batch_id * SLICE_LIMIT + (SLICE_LIMIT - 1 if last else index)
+
+
+def slice_applied(done: int | None, batch_id: int, index: int) -> bool:
+    """Whether slice ``index`` of the batch is in a table whose latest version of the
+    application is ``done`` (None: no commit of it yet)."""
+    return done is not None and done >= batch_id * SLICE_LIMIT + index
+
+
+def batch_applied(done: int | None, batch_id: int) -> bool:
+    """Whether every slice of the batch is in the table (its last slice was committed)."""
+    return done is not None and done >= (batch_id + 1) * SLICE_LIMIT - 1

@@ -1,0 +1,110 @@
+"""The ``foreachBatch`` function that writes a change stream into lake tables.
+
+A batch already wholly in every lake table is skipped without reading it. Otherwise it
+is read in ``_seq`` order in slices of at most ``slice_rows`` rows
+(:mod:`cdc_source.delta.slices`), and each slice is applied to each table in one commit
+that carries the slice's application transaction (:mod:`cdc_source.delta.transactions`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from cdc_source.delta.lake_table import LakeTable, Outcome
+from cdc_source.delta.slices import arrow_batches, cut
+from cdc_source.delta.table_set import TableSet
+
+log = logging.getLogger("cdc_mysql.delta")
+SLICE_ROWS = 200_000  # rows per slice: one MERGE's source, the driver's working set
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One table's slice of a batch, applied (handed to ``on_apply``)."""
+
+    batch_id: int
+    table: str
+    index: int  # the slice's index in the batch
+    last: bool  # the batch's last slice
+    outcome: Outcome
+    later: tuple[str, ...]  # tables with changes in this slice not applied yet
+
+
+class LakeWriter:
+    """Applies change batches to the lake tables of one query: ``lake`` for a single
+    source table (its columns as the stream gives them), ``table_set`` for several (the
+    envelope schema). Call it as ``foreachBatch``'s function; ``close`` it when the query
+    has ended (its session of collation weights stays open until then)."""
+
+    def __init__(
+        self,
+        lake: LakeTable | None = None,
+        table_set: TableSet | None = None,
+        slice_rows: int = SLICE_ROWS,
+        weights=None,
+        on_apply: Callable[[Applied], None] | None = None,
+    ) -> None:
+        if (lake is None) == (table_set is None):
+            raise ValueError("a writer needs one lake table or one table set")
+        self.lake = lake
+        self.table_set = table_set
+        self.slice_rows = slice_rows
+        self.weights = weights
+        self.on_apply = on_apply
+        self.source_schema: pa.Schema | None = None
+
+    @property
+    def lakes(self) -> list[LakeTable]:
+        return [self.lake] if self.lake is not None else list(self.table_set.lakes.values())
+
+    def create(self) -> None:
+        """Every lake table, empty if it is new (so each can be read before a change)."""
+        for lake in self.lakes:
+            lake.table()
+
+    def close(self) -> None:
+        """Closes the session the collation weights of string keys are read with."""
+        if self.weights is not None:
+            self.weights.close()
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        if all(lake.batch_applied(batch_id) for lake in self.lakes):
+            for lake in self.lakes:
+                log.info("batch %d: %s: already applied", batch_id, lake.name)
+            return
+        if self.source_schema is None and self.lake is not None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            self.source_schema = to_arrow_schema(batch_df.schema, timezone="UTC")
+        from pyspark import StorageLevel
+
+        batch_df.persist(StorageLevel.DISK_ONLY)
+        try:
+            for index, part, last in cut(arrow_batches(batch_df, self.slice_rows), self.slice_rows):
+                self.apply_slice(part, batch_id, index, last)
+        finally:
+            batch_df.unpersist()
+
+    def apply_slice(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:
+        """Applies slice ``index`` of a batch (``last``: its last) to every lake table."""
+        if self.lake is not None:
+            parts = {self.lake.name: part.cast(self.source_schema)}
+            lakes = {self.lake.name: self.lake}
+        else:
+            parts = self.table_set.parts(part, batch_id)
+            lakes = self.table_set.lakes
+        where = "" if index == 0 and last else f" (slice {index})"
+        names = list(lakes)
+        for i, name in enumerate(names):
+            changes = parts[name]
+            outcome = lakes[name].apply(changes, batch_id, index, last)
+            if not changes.num_rows:
+                continue
+            log.info("batch %d: %s: %s%s", batch_id, name, outcome.text, where)
+            if self.on_apply is not None:
+                later = tuple(n for n in names[i + 1 :] if parts[n].num_rows)
+                self.on_apply(Applied(batch_id, name, index, last, outcome, later))

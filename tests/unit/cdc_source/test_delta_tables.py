@@ -1,0 +1,165 @@
+"""The lake tables of ``cdc_source.delta`` on local Delta tables, slice by slice, without
+Spark or a server (an INT key needs no collation weights): the slicing of a batch, the
+application transactions of slices, and what each mode makes of a sequence of changes,
+against the same changes folded in Python."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.delta.change_log import ChangeLogTable
+from cdc_source.delta.history_table import HistoryTable
+from cdc_source.delta.mirror_table import MirrorTable
+from cdc_source.delta.slices import _ipc_streams, cut
+from cdc_source.delta.transactions import (
+    SLICE_LIMIT,
+    batch_applied,
+    slice_applied,
+    slice_version,
+)
+
+TABLE = TableSchema(
+    "db",
+    "t",
+    (ColumnSpec("id", "int", "int(11)", False), ColumnSpec("v", "int", "int(11)", True)),
+    ("id",),
+)
+FIELDS = [pa.field("id", pa.int32()), pa.field("v", pa.int32())]
+SCHEMA = pa.schema(
+    FIELDS
+    + [pa.field("_op", pa.string()), pa.field("_seq", pa.string()), pa.field("_ts_ms", pa.int64())]
+)
+
+
+def _changes(rows) -> pa.Table:
+    """(op, id, v, seq number, seconds) as a slice of changes."""
+    return pa.table(
+        {
+            "id": pa.array([r[1] for r in rows], pa.int32()),
+            "v": pa.array([r[2] for r in rows], pa.int32()),
+            "_op": [r[0] for r in rows],
+            "_seq": [f"{r[3]:08d}" for r in rows],
+            "_ts_ms": pa.array([r[4] * 1000 for r in rows], pa.int64()),
+        },
+        schema=SCHEMA,
+    )
+
+
+# Two slices of one batch and one of the next: inserts, updates, deletes, a key deleted and
+# inserted again, and a reset in the middle of the second slice.
+SLICES = [
+    [("r", 1, 10, 1, 100), ("r", 2, 20, 2, 100), ("r", 3, 30, 3, 100), ("u", 1, 11, 4, 101)],
+    [("d", 2, 20, 5, 102), ("i", 2, 21, 6, 103), ("u", 3, 31, 7, 104), ("t", None, None, 8, 105),
+     ("i", 4, 40, 9, 106), ("u", 4, 41, 10, 107)],
+    [("d", 4, 41, 11, 108), ("i", 5, 50, 12, 109), ("i", 4, 42, 13, 110)],
+]  # fmt: skip
+PLAN = [(0, 0, False), (0, 1, True), (1, 0, True)]  # (batch, slice, last)
+
+
+def _apply(lake, slices=SLICES, plan=PLAN, commits=True) -> None:
+    for rows, (batch, index, last) in zip(slices, plan):
+        outcome = lake.apply(_changes(rows), batch, index, last)
+        assert outcome.committed == commits
+
+
+def _rows(path, order=("_seq",)) -> list[dict]:
+    table = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    return table.sort_by([(c, "ascending") for c in order]).to_pylist()
+
+
+def _time(seconds: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+def test_a_batch_is_cut_into_slices_of_the_size_asked_the_last_one_marked():
+    tables = [pa.table({"x": list(range(n, n + 4))}) for n in range(0, 12, 4)]
+    slices = list(cut(tables, 5))
+    assert [(i, t.column("x").to_pylist(), last) for i, t, last in slices] == [
+        (0, [0, 1, 2, 3, 4], False),
+        (1, [5, 6, 7, 8, 9], False),
+        (2, [10, 11], True),
+    ]
+    assert [(i, t.num_rows, last) for i, t, last in cut(tables, 6)] == [(0, 6, False), (1, 6, True)]
+    assert list(cut([], 5)) == []
+    with pytest.raises(ValueError):
+        list(cut(tables, 0))
+
+
+def test_each_arrow_batch_leaves_the_executors_as_one_ipc_stream_read_back_equal():
+    batches = [_changes(rows).to_batches()[0] for rows in SLICES]
+    batches.append(pa.RecordBatch.from_pylist([], schema=SCHEMA))
+    blobs = list(_ipc_streams(batches))
+    assert len(blobs) == len(SLICES)  # an empty batch leaves nothing
+    for blob, rows in zip(blobs, SLICES):
+        assert blob.schema.field(0).type == pa.binary()
+        read = pa.ipc.open_stream(blob.column(0)[0].as_buffer()).read_all()
+        assert read.equals(_changes(rows))
+
+
+def test_a_slice_is_applied_once_its_version_or_a_later_one_is_in_the_table():
+    assert slice_version(3, 0, False) == 3 * SLICE_LIMIT
+    assert slice_version(3, 2, True) == 4 * SLICE_LIMIT - 1
+    done = slice_version(3, 1, False)
+    assert slice_applied(done, 3, 1) and slice_applied(done, 3, 0) and slice_applied(done, 2, 7)
+    assert not slice_applied(done, 3, 2) and not batch_applied(done, 3)
+    assert batch_applied(slice_version(3, 2, True), 3) and not batch_applied(None, 0)
+
+
+def test_the_mirror_holds_the_latest_row_of_each_key_after_the_reset(tmp_path):
+    lake = MirrorTable(str(tmp_path / "m"), TABLE, "app", fields=FIELDS)
+    _apply(lake)
+    rows = _rows(tmp_path / "m", ("id",))
+    assert [(r["id"], r["v"], r["_seq"]) for r in rows] == [
+        (4, 42, "00000013"),
+        (5, 50, "00000012"),
+    ]
+    # Every slice again (a batch Spark runs again): skipped, the table unchanged.
+    version = deltalake.DeltaTable(str(tmp_path / "m")).version()
+    for rows_, (batch, index, last) in zip(SLICES, PLAN):
+        assert not lake.apply(_changes(rows_), batch, index, last).committed
+    assert deltalake.DeltaTable(str(tmp_path / "m")).version() == version
+
+
+def test_the_change_log_holds_each_change_once_even_written_again_by_another_query(tmp_path):
+    path = str(tmp_path / "log")
+    _apply(ChangeLogTable(path, TABLE, "first", fields=FIELDS))
+    # Another query (app id) writing the same changes adds nothing (and commits nothing).
+    _apply(ChangeLogTable(path, TABLE, "second", fields=FIELDS), commits=False)
+    rows = _rows(path)
+    want = [row for slice_ in SLICES for row in slice_]
+    assert [(r["_op"], r["id"], r["v"], int(r["_seq"]), r["_ts_ms"] // 1000) for r in rows] == want
+    assert [r["_key"] is None for r in rows] == [op == "t" for op, *_ in want]
+
+
+def test_the_history_holds_every_version_closed_by_the_next_change_of_its_key(tmp_path):
+    path = str(tmp_path / "h")
+    _apply(HistoryTable(path, TABLE, "app", fields=FIELDS))
+    rows = _rows(path)
+    got = [
+        (r["id"], r["v"], int(r["_seq"]), r["valid_from"], r["valid_to"], r["is_current"])
+        for r in rows
+    ]
+    assert got == [
+        (1, 10, 1, _time(100), _time(101), False),
+        (2, 20, 2, _time(100), _time(102), False),  # closed by its delete
+        (3, 30, 3, _time(100), _time(104), False),
+        (1, 11, 4, _time(101), _time(105), False),  # closed by the reset
+        (2, 21, 6, _time(103), _time(105), False),  # closed by the reset
+        (3, 31, 7, _time(104), _time(105), False),  # closed by the reset
+        (4, 40, 9, _time(106), _time(107), False),
+        (4, 41, 10, _time(107), _time(108), False),  # closed by its delete, a slice later
+        (5, 50, 12, _time(109), None, True),
+        (4, 42, 13, _time(110), None, True),
+    ]
+
+
+def test_the_history_applied_slice_by_slice_equals_it_applied_in_one_slice(tmp_path):
+    whole = [[row for slice_ in SLICES for row in slice_]]
+    _apply(HistoryTable(str(tmp_path / "one"), TABLE, "app", fields=FIELDS), whole, [(0, 0, True)])
+    _apply(HistoryTable(str(tmp_path / "many"), TABLE, "app", fields=FIELDS))
+    assert _rows(tmp_path / "one") == _rows(tmp_path / "many")
