@@ -16,6 +16,11 @@ OUTPUT = ROOT / "docs" / "errors.md"
 
 # class -> (when it happens, what to do). Every class raised with a message must be here.
 CLASSES: dict[str, tuple[str, str]] = {
+    "LegacyTableError": (
+        "cdc_source.delta finds a Delta table at the path without the columns its mode "
+        "keeps (_key and the mode's own): written by an earlier mirror or in another mode",
+        "write to a new path, or remove the table and the query's checkpoint and run again",
+    ),
     "OptionError": (
         "an option is missing, unknown or malformed (checked before any connection)",
         "correct the option named in the message",
