@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cdc_source.binlog import constants as c
-from cdc_source.binlog.events import (
-    Event,
+from cdc_source.binlog.events import Event
+from cdc_source.binlog.gtid_events import (
     parse_mariadb_gtid,
     parse_mariadb_gtid_list,
     parse_mysql_gtid,

@@ -20,10 +20,10 @@ from cdc_source.binlog.events import (
     FL_PREPARED_XA,
     Event,
     Format,
-    parse_mariadb_gtid,
     parse_query,
     parse_xa_prepare,
 )
+from cdc_source.binlog.gtid_events import parse_mariadb_gtid
 from cdc_source.offsets import file_number as _file_number
 
 _LEADING_COMMENTS = re.compile(r"^(?:\s+|/\*.*?\*/|(?:--\s|#)[^\n]*(?:\n|$))*", re.S)

@@ -271,7 +271,7 @@ PREVIOUS_8_0_40 = bytes.fromhex(
 
 
 def test_recorded_mysql_gtid_events_decode_as_the_server_printed_them():
-    from cdc_source.binlog.events import parse_previous_gtids, parse_tagged_gtid
+    from cdc_source.binlog.gtid_events import parse_previous_gtids, parse_tagged_gtid
 
     assert parse_tagged_gtid(TAGGED_9_6, "here") == (
         "55778904-0299-11f1-b1b8-4ef0c4956feb",
@@ -294,7 +294,7 @@ def test_recorded_mysql_gtid_events_decode_as_the_server_printed_them():
     st.integers(0, (1 << 64) - 1),
 )
 def test_tagged_gtids_built_by_the_encoder_decode_exactly(uuid, gno, tag, commit_ts):
-    from cdc_source.binlog.events import parse_tagged_gtid
+    from cdc_source.binlog.gtid_events import parse_tagged_gtid
     from tests.support.binlog_encoder import mysql_tagged_gtid_body
 
     body = mysql_tagged_gtid_body(uuid, gno, tag, commit_ts)
@@ -302,7 +302,7 @@ def test_tagged_gtids_built_by_the_encoder_decode_exactly(uuid, gno, tag, commit
 
 
 def test_a_cut_or_foreign_tagged_gtid_is_refused():
-    from cdc_source.binlog.events import parse_previous_gtids, parse_tagged_gtid
+    from cdc_source.binlog.gtid_events import parse_previous_gtids, parse_tagged_gtid
     from cdc_source.binlog.wire import MalformedEventError
 
     for bad in (TAGGED_9_6[:20], b"\x04" + TAGGED_9_6[1:]):
