@@ -160,18 +160,21 @@ class DriverCpuSampler:
 
     It lives only while its query runs and is reaped by the JVM, so it is sampled from
     ``/proc`` every ``interval`` seconds and its last reading kept; the CPU of its last
-    moments (at most one interval) is not counted.
+    moments (at most one interval) is not counted. New such processes are looked for every
+    ``scan_every`` seconds (a walk of every process, kept off each sample: the sampler runs
+    beside the query it measures).
 
     Only processes under ``ancestor`` (Spark's JVM) count: other queries on the machine
     are not this run's.
 
     ``with DriverCpuSampler(jvm) as sampler: ...``; then ``sampler.seconds``."""
 
-    def __init__(self, ancestor: int, interval: float = 0.05) -> None:
+    def __init__(self, ancestor: int, interval: float = 0.05, scan_every: float = 0.5) -> None:
         import threading
 
         self.ancestor = ancestor
         self.interval = interval
+        self.scan_every = scan_every
         self.seconds = 0.0
         self._last: dict[int, float] = {}
         self._stop = threading.Event()
@@ -200,13 +203,17 @@ class DriverCpuSampler:
 
     def _sample(self) -> None:
         ticks = float(os.sysconf("SC_CLK_TCK"))
+        known: set[int] = set()
+        next_scan = 0.0
         while not self._stop.is_set():
-            for pid in self._runners():
-                if pid in self._before:  # a query started before the run
-                    continue
+            if time.monotonic() >= next_scan:
+                known |= set(self._runners()) - self._before  # not a query started before
+                next_scan = time.monotonic() + self.scan_every
+            for pid in sorted(known):
                 try:
                     process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
-                except (OSError, ValueError, IndexError):
+                except (OSError, ValueError, IndexError):  # gone: its last reading stays
+                    known.discard(pid)
                     continue
                 self._last[pid] = process.own + process.children
             self._stop.wait(self.interval)

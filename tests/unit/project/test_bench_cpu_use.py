@@ -65,7 +65,7 @@ def test_a_server_or_jvm_that_is_gone_counts_nothing():
 
 def test_the_driver_sampler_counts_a_planner_process_that_ran_and_exited_during_the_run():
     burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: 0"
-    with DriverCpuSampler(os.getpid(), interval=0.01) as sampler:
+    with DriverCpuSampler(os.getpid(), interval=0.01, scan_every=0.01) as sampler:
         subprocess.run(
             [sys.executable, "-c", burn, "pyspark.sql.streaming.python_streaming_source_runner"],
             check=True,
@@ -75,6 +75,6 @@ def test_the_driver_sampler_counts_a_planner_process_that_ran_and_exited_during_
 
 def test_the_driver_sampler_ignores_a_process_of_another_name():
     burn = "import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass"
-    with DriverCpuSampler(os.getpid(), interval=0.01) as sampler:
+    with DriverCpuSampler(os.getpid(), interval=0.01, scan_every=0.01) as sampler:
         subprocess.run([sys.executable, "-c", burn], check=True)
     assert sampler.seconds == 0.0
