@@ -46,7 +46,8 @@ DEFAULT_SERVER_IDS = 32
 READ_TIMEOUT_FACTOR = 10
 LOOPBACK_HOSTS = ("localhost", "::1")
 # metadata.list: Flink CDC's metadata column names (database_name, table_name, op_ts) and
-# Debezium's source fields (file, pos, gtid, server_id, row) under Flink-style names.
+# Debezium's source fields (file, pos, gtid, server_id, row) under Flink-style names, and
+# each row's key bytes as the server compares keys (row_key).
 METADATA_NAMES = (
     "database_name",
     "table_name",
@@ -56,6 +57,7 @@ METADATA_NAMES = (
     "gtid",
     "server_id",
     "row_index",
+    "row_key",
 )
 
 

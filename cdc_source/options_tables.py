@@ -67,12 +67,12 @@ TABLES_OPTIONS: tuple[Option, ...] = (
         summary=(
             "comma-separated metadata columns appended to a single table's typed output, in "
             "this order: database_name, table_name, op_ts, binlog_file, binlog_pos, gtid, "
-            "server_id, row_index (the envelope output always has all)"
+            "server_id, row_index, row_key (the envelope output always has all)"
         ),
         manual=(
             "comma-separated metadata columns for a single table's typed output, added after "
             "`_ts_ms` in the order listed: `database_name`, `table_name`, `op_ts`, "
-            "`binlog_file`, `binlog_pos`, `gtid`, `server_id`, `row_index` (see "
+            "`binlog_file`, `binlog_pos`, `gtid`, `server_id`, `row_index`, `row_key` (see "
             "[Output](usage.md#output)). An "
             "unknown name is refused with the valid ones; a name that is also a column of the"
             " table is refused. The envelope output always has all of them"

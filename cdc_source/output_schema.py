@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from cdc_source.catalog import TableSchema
 from cdc_source.options import METADATA_NAMES, OptionError
@@ -17,7 +24,9 @@ META_FIELDS = (
 # metadata.list columns. op_ts is a timestamp as Flink CDC's op_ts (TIMESTAMP_LTZ(3)): a
 # user who asks for it by Flink's name expects Flink's type, and the epoch milliseconds
 # Debezium users read are already in _ts_ms. Positions and ids are longs (a binlog position
-# passes 2^31 in a 4 GiB file; server ids are unsigned 32-bit).
+# passes 2^31 in a 4 GiB file; server ids are unsigned 32-bit). row_key is the key's
+# order-preserving bytes under the server's collation (reader/row_keys.py): two rows have
+# equal row_key exactly when the server holds their keys equal.
 METADATA_FIELDS: dict[str, StructField] = {
     "database_name": StructField("database_name", StringType(), False),
     "table_name": StructField("table_name", StringType(), False),
@@ -27,6 +36,7 @@ METADATA_FIELDS: dict[str, StructField] = {
     "gtid": StructField("gtid", StringType(), True),  # null for snapshot rows, no GTIDs
     "server_id": StructField("server_id", LongType(), True),  # null for snapshot rows
     "row_index": StructField("row_index", LongType(), True),  # null for snapshot rows
+    "row_key": StructField("row_key", BinaryType(), True),  # null for a table reset ('t')
 }
 assert tuple(METADATA_FIELDS) == METADATA_NAMES
 

@@ -22,6 +22,7 @@ orders = (
     .option("password", os.environ["CDC_MYSQL_PASSWORD"])
     .option("database-name", "shop")
     .option("table-name", r"shop\.orders")
+    .option("metadata.list", "row_key")  # the key bytes the Delta table matches rows on
     .load()
 )
 query = delta.mirror(orders, "/data/delta/orders", checkpoint="/data/ck/orders", mode="mirror")

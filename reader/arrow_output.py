@@ -48,6 +48,7 @@ class RowOrigins:
     gtid: pa.Array  # string, null without one
     server_id: pa.Array  # int64, null for snapshot rows
     row_index: pa.Array  # int64, null for snapshot rows
+    row_key: pa.Array  # binary, null for a table reset ('t'); see reader.row_keys
 
     def slice(self, offset: int, length: int) -> RowOrigins:
         return RowOrigins(
@@ -55,11 +56,13 @@ class RowOrigins:
         )
 
     @staticmethod
-    def snapshot(target: BinlogPosition, count: int) -> RowOrigins:
+    def snapshot(target: BinlogPosition, row_key: pa.Array) -> RowOrigins:
         """Snapshot rows (op 'r') are exact as of the batch's target position: its file and
         end position, and for ``op_ts`` the time the driver read that position (the
         ``_ts_ms`` they already carry; Debezium stamps a snapshot row with the time it was
-        read, Flink CDC with 0). No event wrote them: no GTID, server id or row index."""
+        read, Flink CDC with 0). No event wrote them: no GTID, server id or row index.
+        ``row_key`` is their key bytes (null for a table reset)."""
+        count = len(row_key)
         return RowOrigins(
             _constant(pa.scalar(target.ts, pa.int64()), count),
             _constant(pa.scalar(target.file), count),
@@ -67,6 +70,7 @@ class RowOrigins:
             pa.nulls(count, pa.string()),
             pa.nulls(count, pa.int64()),
             pa.nulls(count, pa.int64()),
+            row_key.cast(pa.binary()),
         )
 
 
@@ -95,6 +99,11 @@ class ArrowWriter:
         self._base_width = len(self.arrow_schema) - len(self.metadata)
         self.rows_per_batch = rows_per_batch
         self._converters: dict[str, tuple] = {}
+
+    @property
+    def row_keys(self) -> bool:
+        """Whether the output carries ``row_key``, each row's key bytes."""
+        return "row_key" in self.metadata
 
     def column_types(self, table: TableSchema) -> list[pa.DataType]:
         """The Arrow type of each of ``table``'s columns as the typed output holds it."""
@@ -135,10 +144,10 @@ class ArrowWriter:
         )
 
     def batches(
-        self, rows: Iterable[Emitted], origins: RowOrigins | BinlogPosition | None = None
+        self, rows: Iterable[Emitted], origins: RowOrigins | None = None
     ) -> Iterator[pa.RecordBatch]:
-        """``rows`` in batches; ``origins`` gives their metadata columns: per row (in the
-        order of ``rows``), or a snapshot's target position for rows all read as of it."""
+        """``rows`` in batches; ``origins`` gives their metadata columns, per row in the
+        order of ``rows`` (needed only when the output has metadata columns)."""
         columns = self._empty()
         count = done = 0
         for row in rows:
@@ -157,12 +166,21 @@ class ArrowWriter:
         seqs: pa.Array,
         ts_ms: int,
         target: BinlogPosition | None = None,
+        keys: pa.Array | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Snapshot rows (``op`` 'r') from the SELECT's text columns (one binary array per
         column of ``table``), typed column by column by Arrow: no per-value Python for
         most types. The envelope schema (several tables) takes the per-row path.
-        ``target``, the position the rows are exact as of, gives the metadata columns."""
+        ``target``, the position the rows are exact as of, and ``keys``, their key bytes,
+        give the metadata columns (needed only when the output has them)."""
         count = len(seqs)
+        origins = None
+        if self.metadata:
+            if target is None or keys is None:
+                raise ValueError(
+                    "the output has metadata columns, but these rows came without their origins"
+                )
+            origins = RowOrigins.snapshot(target, keys)
         if not count:
             return
         if self.envelope:
@@ -178,7 +196,7 @@ class ArrowWriter:
                 )
                 for i, seq in enumerate(seqs.to_pylist())
             )
-            yield from self.batches(rows, target)
+            yield from self.batches(rows, origins)
             return
         try:
             arrays = [
@@ -191,18 +209,14 @@ class ArrowWriter:
         arrays.append(seqs)
         arrays.append(_constant(pa.scalar(ts_ms, pa.int64()), count))
         if self.metadata:
-            arrays += self.table_metadata_columns(table, self._origins(target, 0, count))
+            arrays += self.table_metadata_columns(table, origins)
         yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
-    def _origins(
-        self, origins: RowOrigins | BinlogPosition | None, offset: int, count: int
-    ) -> RowOrigins:
+    def _origins(self, origins: RowOrigins | None, offset: int, count: int) -> RowOrigins:
         if origins is None:
             raise ValueError(
                 "the output has metadata columns, but these rows came without their origins"
             )
-        if isinstance(origins, BinlogPosition):
-            return RowOrigins.snapshot(origins, count)
         if offset + count > len(origins.op_ts_ms):
             raise ValueError(
                 f"{offset + count} rows, but origins for {len(origins.op_ts_ms)} of them"
@@ -246,7 +260,7 @@ class ArrowWriter:
         return values
 
     def _batch(
-        self, columns: list[list], origins: RowOrigins | BinlogPosition | None, offset: int
+        self, columns: list[list], origins: RowOrigins | None, offset: int
     ) -> pa.RecordBatch:
         arrays = [
             pa.array(values, type=field.type) for values, field in zip(columns, self.arrow_schema)

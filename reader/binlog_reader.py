@@ -32,6 +32,7 @@ from reader.binlog_range import RangeReader
 from reader.change_blocks import ChangeBlock, TableReset
 from reader.frontier import DELETE, INSERT, UPDATE
 from reader.key_weights import WeightResolver
+from reader.row_keys import RowKeys
 from reader.schema_drift import event_schema, server_charsets
 from reader.table_follow import ALL, Partial, TableFollow
 
@@ -55,6 +56,7 @@ class BinlogReader:
         self.policy = policy or RetryPolicy(max_retries=0)
         self.tables = {t.name: t for t in (*task.tables, *task.streamed_from_creation)}
         self._after_keys: dict[SnapshotCursor, bytes] = {}
+        self._row_keys: dict[TableSchema, RowKeys] = {}
         self.weights = WeightResolver(lambda: connect(connection_kwargs), self.policy)
         self.charsets = server_charsets(lambda: connect(connection_kwargs))
 
@@ -127,6 +129,7 @@ class BinlogReader:
                 pa.array([reset.gtid], pa.string()),
                 pa.array([reset.server_id], pa.int64()),
                 pa.array([0], pa.int64()),
+                pa.nulls(1, pa.binary()),
             )
         yield from writer.batches([Emitted(schema, "t", None, None, seq, ts_ms)], origins)
 
@@ -171,20 +174,23 @@ class BinlogReader:
             self.task.start.epoch,
         )
         ts_ms = pa.array(block.timestamp[rows] * 1000, pa.int64())
-        origins = _origins(block, rows, ts_ms) if writer.metadata else None
+        take = pa.array(rows)
+        use_before = pa.array(ops == _OP_DELETE)
+
+        def image_column(i: int) -> pa.Array:  # a delete's before-image, else the after
+            before = images.column("before", i).take(take)
+            return pc.if_else(use_before, before, images.column("after", i).take(take))
+
+        origins = None
+        if writer.metadata:
+            row_key = pa.nulls(len(rows), pa.binary())
+            if writer.row_keys:
+                row_key = self._row_keys_of(images.schema, image_column)
+            origins = _origins(block, rows, ts_ms, row_key)
         if writer.envelope:
             yield from self._envelope(writer, images.schema, images, rows, ops, seq, ts_ms, origins)
             return
-        take = pa.array(rows)
-        use_before = pa.array(ops == _OP_DELETE)
-        columns = [
-            pc.if_else(
-                use_before,
-                images.column("before", i).take(take),
-                images.column("after", i).take(take),
-            )
-            for i in range(len(types))
-        ]
+        columns = [image_column(i) for i in range(len(types))]
         columns += [pa.array(_OPS[ops].tolist(), pa.string()), seq, ts_ms]
         if origins is not None:
             columns += writer.table_metadata_columns(schema, origins)
@@ -207,6 +213,15 @@ class BinlogReader:
             for i, (row, op) in enumerate(zip(rows.tolist(), ops.tolist()))
         )
         yield from writer.batches(emitted, origins)
+
+    def _row_keys_of(self, schema: TableSchema, image_column) -> pa.Array:
+        """The ``row_key`` of emitted rows whose ``i``-th typed column is
+        ``image_column(i)``."""
+        row_keys = self._row_keys.get(schema)
+        if row_keys is None:
+            row_keys = self._row_keys[schema] = RowKeys(schema, self.weights)
+        names = list(schema.column_names)
+        return row_keys([image_column(names.index(name)) for name in schema.primary_key])
 
     def _same_key(self, schema: TableSchema, images: ImageColumns, update: np.ndarray):
         """Whether each update keeps its primary key: equal raw key values, or, for a
@@ -301,10 +316,12 @@ def _from_table_map(name: str, table_map, charsets) -> TableSchema:
     return event_schema(placeholder, table_map, charsets)
 
 
-def _origins(block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array) -> RowOrigins:
+def _origins(
+    block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array, row_key: pa.Array
+) -> RowOrigins:
     """The metadata of the emitted ``rows`` of ``block`` (both halves of a primary-key
     update come from one row of its event): the event's file, end position, GTID, server
-    id and the row's index in it."""
+    id and the row's index in it, and the rows' ``row_key``."""
     return RowOrigins(
         ts_ms,
         pa.array(block.file[rows], pa.string()),
@@ -312,6 +329,7 @@ def _origins(block: ChangeBlock, rows: np.ndarray, ts_ms: pa.Array) -> RowOrigin
         pa.array(block.gtid[rows], pa.string()),
         pa.array(block.server_id[rows], pa.int64()),
         pa.array(block.row_index[rows], pa.int64()),
+        row_key,
     )
 
 

@@ -30,7 +30,7 @@ from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
 from cdc_source.sequence import snapshot_seq_prefix
 from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
-from reader.arrow_output import ArrowWriter, Emitted
+from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
 from reader.binlog_range import RangeReader
 from reader.change_blocks import TableReset
@@ -395,10 +395,11 @@ class ChunkReader:
             if len(keys):
                 seqs = snapshot_seq_column(prefix, keys)
                 yield from writer.snapshot_text_batches(
-                    schema, columns[:width], seqs, target.ts, target
+                    schema, columns[:width], seqs, target.ts, target, keys
                 )
+        restored = list(restored_rows(overrides))
         images = [
-            Emitted(schema, READ, None, row, prefix + key.hex(), target.ts)
-            for key, row in restored_rows(overrides)
+            Emitted(schema, READ, None, row, prefix + key.hex(), target.ts) for key, row in restored
         ]
-        yield from writer.batches(images, target)
+        keys = pa.array([key for key, _ in restored], pa.binary())
+        yield from writer.batches(images, RowOrigins.snapshot(target, keys))

@@ -15,7 +15,7 @@ from cdc_source.mysql_client import ServerChangedError, connect, server_flavor, 
 from cdc_source.partitions import BinlogTask, ChunkTask, TableResetTask
 from cdc_source.retry import RetryPolicy
 from cdc_source.sequence import snapshot_seq_prefix
-from reader.arrow_output import ArrowWriter, Emitted
+from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_reader import BinlogReader
 from reader.chunk_reader import ChunkReader
 
@@ -119,4 +119,4 @@ def table_resets(task: TableResetTask, writer: ArrowWriter) -> Iterator[pa.Recor
         )
         for table, index in zip(task.tables, task.table_indexes)
     ]
-    return writer.batches(rows, position)
+    return writer.batches(rows, RowOrigins.snapshot(position, pa.nulls(len(rows), pa.binary())))

@@ -16,9 +16,10 @@ several), in one of three modes:
 Exactly once: each commit carries Delta's application transaction of the batch's slice it
 applied, so a batch Spark runs again after a crash skips what is already in the table
 (:mod:`cdc_source.delta.transactions`). Keys are compared as the server compares them: each
-row's ``_key`` holds its primary key's bytes under the column's collation
-(:mod:`cdc_source.delta.key_bytes`), read with a session of the driver's own. A batch is
-merged in slices of bounded size, never collected whole (:mod:`cdc_source.delta.slices`).
+row's ``_key`` is the source's ``row_key`` metadata column, its primary key's bytes under
+the column's collation, computed by the source's tasks (a single table's stream must list
+``row_key`` in ``metadata.list``; the envelope always has it). A batch is merged in
+slices of bounded size, never collected whole (:mod:`cdc_source.delta.slices`).
 
 ``writer`` builds the ``foreachBatch`` function alone, for a query composed otherwise.
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cdc_source.delta.change_log import ChangeLogTable
-from cdc_source.delta.changes import reserved_clash
+from cdc_source.delta.changes import ROW_KEY, reserved_clash
 from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.lake_table import LakeTable, LegacyTableError, typed_fields
 from cdc_source.delta.mirror_table import MirrorTable
@@ -44,16 +45,6 @@ MODES: dict[str, type[LakeTable]] = {
 }
 
 __all__ = ["MODES", "Applied", "LakeWriter", "LegacyTableError", "mirror", "writer"]
-
-
-def _weight_resolver(parsed):
-    """The server's collation weights of string key values, for ``_key`` (a session of
-    the driver's own, opened at the first string key and reopened after a lost one)."""
-    from cdc_source.mysql_client import connect
-    from reader.key_weights import WeightResolver
-
-    kwargs = parsed.connection_kwargs()
-    return WeightResolver(lambda: connect(dict(kwargs)), parsed.retry_policy())
 
 
 def writer(
@@ -85,22 +76,26 @@ def writer(
         raise ValueError(f"the stream's options capture no table ({parsed.table_pattern!r})")
     for table in tables:
         reserved_clash(table)
-    weights = _weight_resolver(parsed)
     if is_envelope(tables):
         lakes = TableSet(
             table_path,
             tables,
             lambda path, table, fields: kind(
-                path, table, app_id_of(checkpoint, mode, table.name), weights, fields
+                path, table, app_id_of(checkpoint, mode, table.name), fields
             ),
         )
-        result = LakeWriter(table_set=lakes, slice_rows=slice_rows, weights=weights)
+        result = LakeWriter(table_set=lakes, slice_rows=slice_rows)
     else:
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        if ROW_KEY not in parsed.metadata:
+            raise ValueError(
+                f"the stream of {tables[0].name} has no {ROW_KEY} column: add '{ROW_KEY}' to "
+                "its 'metadata.list' option (the lake table matches rows on it)"
+            )
         fields = typed_fields(to_arrow_schema(stream_df.schema, timezone="UTC"))
-        lake = kind(table_path, tables[0], app_id_of(checkpoint, mode), weights, fields)
-        result = LakeWriter(lake=lake, slice_rows=slice_rows, weights=weights)
+        lake = kind(table_path, tables[0], app_id_of(checkpoint, mode), fields)
+        result = LakeWriter(lake=lake, slice_rows=slice_rows)
     result.on_apply = on_apply
     result.create()
     return result

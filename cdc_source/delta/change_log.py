@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_source.delta.changes import KEY, RESET_OP, sql_string
+from cdc_source.delta.changes import KEY, sql_string
 from cdc_source.delta.lake_table import LakeTable
 
 
@@ -28,18 +28,8 @@ class ChangeLogTable(LakeTable):
             pa.field(KEY, pa.binary(), True),
         ]
 
-    def rows(self, changes: pa.Table) -> pa.Table:
-        """``changes`` with ``_key`` (null for a reset), in ``_seq`` order."""
-        changes = changes.sort_by("_seq").combine_chunks()
-        resets = pc.equal(changes.column("_op"), RESET_OP).combine_chunks()
-        keys = pa.nulls(changes.num_rows, pa.binary())
-        if not pc.all(resets).as_py():
-            data = pc.invert(resets)
-            keys = pc.replace_with_mask(keys, data, self.keys(changes.filter(data)))
-        return changes.append_column(pa.field(KEY, pa.binary(), True), keys)
-
-    def merge(self, table, changes: pa.Table, commit) -> str:
-        rows = self.rows(changes)
+    def merge(self, table, changes: pa.Table, commit, alone: bool) -> str:
+        rows = changes.sort_by("_seq").combine_chunks()
         low = sql_string(pc.min(rows.column("_seq")).as_py())
         high = sql_string(pc.max(rows.column("_seq")).as_py())
         (

@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 RESET_OP = "t"
 DELETE_OP = "d"
 KEY = "_key"  # each row's primary-key bytes, equal exactly when the server's keys are equal
+ROW_KEY = "row_key"  # the source's metadata column the lake tables take their _key from
 # Column names the lake tables need for their own (a source table with one is refused).
 RESERVED = ("_op", "_seq", "_ts_ms", KEY, "valid_from", "valid_to", "is_current")
 
@@ -20,6 +21,20 @@ def reserved_clash(table) -> None:
             f"table {table.name} has column(s) {sorted(clash)}, which the Delta tables "
             "need for their own columns"
         )
+
+
+READ_OP = "r"
+
+
+def only_reads(changes: pa.Table) -> bool:
+    """Whether every change of ``changes`` is a snapshot read (op ``r``).
+
+    The source emits a key's ``r`` before any other change of it since the table's last
+    reset (a key's changes are emitted only once the snapshot has read it), and at most
+    once: in a lake table whose every row came from this query in ``_seq`` order, no row
+    of such a key exists yet, so a slice of reads adds rows without matching any."""
+    ops = changes.column("_op")
+    return changes.num_rows > 0 and pc.all(pc.equal(ops, READ_OP)).as_py()
 
 
 def latest_changes(batch: pa.Table) -> pa.Table:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from cdc_source.delta.changes import RESET_OP
+from cdc_source.delta.changes import KEY, RESET_OP, ROW_KEY
 
 
 def _json_read_type(arrow_type: pa.DataType) -> pa.DataType:
@@ -82,7 +82,8 @@ def _typed(column: pa.Array, arrow_type: pa.DataType) -> pa.Array:
 
 class EnvelopeImages:
     """Turns one table's rows of the envelope schema into the typed columns the source
-    gives when it captures that table alone, plus ``_op``, ``_seq`` and ``_ts_ms``."""
+    gives when it captures that table alone, plus ``_op``, ``_seq``, ``_ts_ms`` and
+    ``_key`` (the envelope's ``row_key``)."""
 
     def __init__(self, table) -> None:
         from pyspark.sql.pandas.types import to_arrow_type
@@ -103,6 +104,7 @@ class EnvelopeImages:
                 pa.field("_op", pa.string(), False),
                 pa.field("_seq", pa.string()),
                 pa.field("_ts_ms", pa.int64()),
+                pa.field(KEY, pa.binary()),
             ]
         )
 
@@ -133,6 +135,7 @@ class EnvelopeImages:
         op = rows.column("op").cast(pa.string()).combine_chunks()
         seq = rows.column("_seq").cast(pa.string()).combine_chunks()
         ts = rows.column("_ts_ms").cast(pa.int64()).combine_chunks()
+        key = rows.column(ROW_KEY).cast(pa.binary()).combine_chunks()
         resets = pc.equal(op, RESET_OP)
         data = pc.invert(resets)
         after, before = (
@@ -141,13 +144,14 @@ class EnvelopeImages:
         images = pc.coalesce(after, before).filter(data)
         if images.null_count:
             raise ValueError(f"{self.name}: a change of the envelope has no row image")
-        columns = self.parse(images) + [op.filter(data), seq.filter(data), ts.filter(data)]
+        own = [op, seq, ts, key]
+        columns = self.parse(images) + [c.filter(data) for c in own]
         typed = pa.Table.from_arrays(columns, schema=self.schema)
         reset_count = pc.sum(resets).as_py() or 0
         if reset_count:
             nulls = [pa.nulls(reset_count, f.type) for f in self.fields]
             reset_rows = pa.Table.from_arrays(
-                nulls + [op.filter(resets), seq.filter(resets), ts.filter(resets)],
+                nulls + [c.filter(resets) for c in own],
                 schema=self.schema,
             )
             typed = pa.concat_tables([typed, reset_rows])

@@ -12,6 +12,9 @@ A slice is written in one MERGE: a closing row per key it changes (matching that
 current version, if any, and setting ``valid_to`` to the time of the key's first change or
 the slice's first reset, whichever comes first), the slice's versions (never matching,
 inserted), and with a reset every other current version closed at the reset's time.
+A slice of snapshot reads alone, in a table this query created, is appended instead: each
+read is its key's first version (:func:`~cdc_source.delta.changes.only_reads`), current,
+and closes nothing, so the table is not read.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_source.delta.changes import DELETE_OP, KEY, RESET_OP
+from cdc_source.delta.changes import DELETE_OP, KEY, RESET_OP, only_reads
 from cdc_source.delta.lake_table import LakeTable
 
 TIME = pa.timestamp("us", tz="UTC")
@@ -47,13 +50,15 @@ class HistoryTable(LakeTable):
             pa.field("is_current", pa.bool_(), False),
         ]
 
-    def merge(self, table, changes: pa.Table, commit) -> str:
+    def merge(self, table, changes: pa.Table, commit, alone: bool) -> str:
+        if alone and only_reads(changes):
+            return self._append_first_versions(table, changes, commit)
         changes = changes.sort_by("_seq")
         ops = np.asarray(changes.column("_op").to_pylist(), dtype=object)
         ms = changes.column("_ts_ms").to_numpy()
         resets = np.flatnonzero(ops == RESET_OP)
         positions = np.flatnonzero(ops != RESET_OP)  # the data changes, in _seq order
-        data = self.keys.add(changes.take(positions))
+        data = changes.take(positions)
         key_ids = pc.index_in(data.column(KEY), value_set=pc.unique(data.column(KEY)))
         key_ids = key_ids.to_numpy()
         # The next change of the same key, and the next reset, after each data change.
@@ -123,3 +128,12 @@ class HistoryTable(LakeTable):
         if len(resets):
             text += ", versions before the reset closed"
         return text
+
+    def _append_first_versions(self, table, reads: pa.Table, commit) -> str:
+        count = reads.num_rows
+        since = pc.multiply(reads.column("_ts_ms").cast(pa.int64()), 1000).cast(TIME)
+        versions = reads.append_column("valid_from", since)
+        versions = versions.append_column("valid_to", pa.nulls(count, TIME))
+        versions = versions.append_column("is_current", pa.array([True] * count))
+        self.append(table, versions, commit)
+        return f"{count} first version(s) read by the snapshot appended"

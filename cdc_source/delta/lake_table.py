@@ -7,14 +7,16 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from cdc_source.delta.changes import KEY, RESERVED, reserved_clash
-from cdc_source.delta.key_bytes import KeyBytes
+from cdc_source.delta.changes import KEY, RESERVED, ROW_KEY, reserved_clash
 from cdc_source.delta.transactions import batch_applied, slice_applied, slice_version
 
 
 class LegacyTableError(ValueError):
     """A Delta table without the columns its mode keeps (``_key`` and the mode's own):
     written by an earlier version of the mirror or in another mode."""
+
+
+SHARED = "cdc-mysql lake table written by several queries"
 
 
 @dataclass(frozen=True)
@@ -27,23 +29,23 @@ class Outcome:
 
 def typed_fields(schema: pa.Schema) -> list[pa.Field]:
     """The fields of a change batch's schema that are the table's own columns (and
-    ``metadata.list`` columns), nullable: all but the source's ``_op``, ``_seq``, ``_ts_ms``."""
-    return [f.with_nullable(True) for f in schema if f.name not in RESERVED]
+    ``metadata.list`` columns), nullable: all but the source's ``_op``, ``_seq``,
+    ``_ts_ms`` and ``row_key`` (which the lake tables keep as ``_key``)."""
+    return [f.with_nullable(True) for f in schema if f.name not in (*RESERVED, ROW_KEY)]
 
 
 class LakeTable:
     """One source table's Delta table in one mode. ``fields`` are its typed columns (else
     taken from the first slice); ``apply`` merges a slice of changes (the typed columns,
-    ``_op``, ``_seq``, ``_ts_ms``, in any order) in one commit."""
+    ``_op``, ``_seq``, ``_ts_ms`` and ``_key``, in any order) in one commit."""
 
     mode = ""
     own_columns: tuple[str, ...] = ()  # the columns of the mode, after the typed ones
 
-    def __init__(self, path: str, table, app_id: str, weights=None, fields=None) -> None:
+    def __init__(self, path: str, table, app_id: str, fields=None) -> None:
         reserved_clash(table)
         self.path = path
         self.name = table.name
-        self.keys = KeyBytes(table, weights)
         self.app_id = app_id
         self.fields = list(fields) if fields is not None else None
 
@@ -60,7 +62,9 @@ class LakeTable:
 
         if not DeltaTable.is_deltatable(self.path):
             fields = self.fields if self.fields is not None else typed_fields(schema)
-            DeltaTable.create(self.path, self.delta_schema(fields), mode="ignore")
+            DeltaTable.create(
+                self.path, self.delta_schema(fields), mode="ignore", description=self.marker
+            )
         table = DeltaTable(self.path)
         have = {f.name for f in table.schema().fields}
         missing = [c for c in (KEY, *self.own_columns) if c not in have]
@@ -73,6 +77,30 @@ class LakeTable:
                 "query's checkpoint) and run again"
             )
         return table
+
+    @property
+    def marker(self) -> str:
+        """The description of a Delta table this query created (its application id)."""
+        return f"cdc-mysql {self.mode} of {self.name}, written by application {self.app_id}"
+
+    def created_here(self, table) -> bool:
+        """Whether this query created the table and no other query has written to it:
+        then each of its rows came from a slice of this query, in ``_seq`` order. The
+        first write of another query to the table marks it shared, for good."""
+        description = table.metadata().description
+        if description == self.marker:
+            return True
+        if description != SHARED:
+            table.alter.set_table_description(SHARED)
+        return False
+
+    def append(self, table, rows: pa.Table, commit) -> None:
+        """Adds ``rows`` (the table's columns) in one commit, without reading the table."""
+        from deltalake import write_deltalake
+
+        schema = pa.schema(table.schema())
+        rows = rows.select(schema.names).cast(schema)
+        write_deltalake(table, rows, mode="append", commit_properties=commit)
 
     def check(self) -> None:
         """Refuses an existing Delta table of another layout (before any batch runs)."""
@@ -106,10 +134,12 @@ class LakeTable:
             return Outcome("no changes", False)
         version = slice_version(batch_id, index, last)
         commit = CommitProperties(app_transactions=[Transaction(self.app_id, version)])
+        alone = self.created_here(table)
         before = table.version()
-        text = self.merge(table, changes, commit)
+        text = self.merge(table, changes, commit, alone=alone)
         return Outcome(text, DeltaTable(self.path).version() != before)
 
-    def merge(self, table, changes: pa.Table, commit) -> str:
-        """Writes ``changes`` in one commit carrying ``commit``; says what it did."""
+    def merge(self, table, changes: pa.Table, commit, alone: bool) -> str:
+        """Writes ``changes`` in one commit carrying ``commit``; says what it did.
+        ``alone``: every row of the table came from this query (:meth:`created_here`)."""
         raise NotImplementedError

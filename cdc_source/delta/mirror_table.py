@@ -7,13 +7,18 @@ state of the source table to a later one. An update that re-spells a key (``'a'`
 ``'A'`` under a case-insensitive collation) replaces the row and its spelling. A reset (op
 ``t``) deletes every row whose ``_seq`` is lower, in the same commit, before the slice's
 later changes are applied.
+
+A slice of snapshot reads alone (the whole of a snapshot batch without concurrent
+writes) is appended to a table this query created, without a MERGE: none of its keys can
+be in the table yet (:func:`~cdc_source.delta.changes.only_reads`), and an append does not
+read the table, so its memory does not grow with the table.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from cdc_source.delta.changes import KEY, after_last_reset, latest_changes, sql_string
+from cdc_source.delta.changes import KEY, after_last_reset, latest_changes, only_reads, sql_string
 from cdc_source.delta.lake_table import LakeTable
 
 
@@ -26,11 +31,14 @@ class MirrorTable(LakeTable):
     def own_fields(self) -> list[pa.Field]:
         return [pa.field("_seq", pa.string(), False), pa.field(KEY, pa.binary(), False)]
 
-    def merge(self, table, changes: pa.Table, commit) -> str:
+    def merge(self, table, changes: pa.Table, commit, alone: bool) -> str:
         if "_ts_ms" in changes.column_names:
             changes = changes.drop_columns(["_ts_ms"])
+        if alone and only_reads(changes):
+            self.append(table, changes, commit)
+            return f"{changes.num_rows} row(s) read by the snapshot appended"
         later, reset = after_last_reset(changes)
-        latest = latest_changes(self.keys.add(later))
+        latest = latest_changes(later)
         columns = [name for name in latest.column_names if name != "_op"]
         values = {f"`{c}`": f"s.`{c}`" for c in columns}
         merge = (

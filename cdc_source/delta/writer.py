@@ -14,12 +14,24 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from cdc_source.delta.changes import KEY, ROW_KEY
 from cdc_source.delta.lake_table import LakeTable, Outcome
 from cdc_source.delta.slices import arrow_batches, cut
 from cdc_source.delta.table_set import TableSet
 
 log = logging.getLogger("cdc_mysql.delta")
 SLICE_ROWS = 200_000  # rows per slice: one MERGE's source, the driver's working set
+
+
+def keyed(part: pa.Table) -> pa.Table:
+    """A single table's slice with the source's ``row_key`` as the lake's ``_key``."""
+    if ROW_KEY not in part.column_names:
+        raise ValueError(
+            f"the stream has no {ROW_KEY} column: add '{ROW_KEY}' to the source's "
+            "'metadata.list' (the lake tables match rows on it)"
+        )
+    index = part.column_names.index(ROW_KEY)
+    return part.set_column(index, pa.field(KEY, pa.binary()), part.column(index))
 
 
 @dataclass(frozen=True)
@@ -37,15 +49,14 @@ class Applied:
 class LakeWriter:
     """Applies change batches to the lake tables of one query: ``lake`` for a single
     source table (its columns as the stream gives them), ``table_set`` for several (the
-    envelope schema). Call it as ``foreachBatch``'s function; ``close`` it when the query
-    has ended (its session of collation weights stays open until then)."""
+    envelope schema). Call it as ``foreachBatch``'s function. Rows are matched on the
+    source's ``row_key`` (kept as ``_key``), so the writer needs no server connection."""
 
     def __init__(
         self,
         lake: LakeTable | None = None,
         table_set: TableSet | None = None,
         slice_rows: int = SLICE_ROWS,
-        weights=None,
         on_apply: Callable[[Applied], None] | None = None,
     ) -> None:
         if (lake is None) == (table_set is None):
@@ -53,7 +64,6 @@ class LakeWriter:
         self.lake = lake
         self.table_set = table_set
         self.slice_rows = slice_rows
-        self.weights = weights
         self.on_apply = on_apply
         self.source_schema: pa.Schema | None = None
 
@@ -65,11 +75,6 @@ class LakeWriter:
         """Every lake table, empty if it is new (so each can be read before a change)."""
         for lake in self.lakes:
             lake.table()
-
-    def close(self) -> None:
-        """Closes the session the collation weights of string keys are read with."""
-        if self.weights is not None:
-            self.weights.close()
 
     def __call__(self, batch_df, batch_id: int) -> None:
         if all(lake.batch_applied(batch_id) for lake in self.lakes):
@@ -92,7 +97,7 @@ class LakeWriter:
     def apply_slice(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:
         """Applies slice ``index`` of a batch (``last``: its last) to every lake table."""
         if self.lake is not None:
-            parts = {self.lake.name: part.cast(self.source_schema)}
+            parts = {self.lake.name: keyed(part.cast(self.source_schema))}
             lakes = {self.lake.name: self.lake}
         else:
             parts = self.table_set.parts(part, batch_id)

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "password": os.environ.get(PASSWORD_ENV, ""),
         "database-name": args.database_name,
         "table-name": args.table_name,
+        "metadata.list": "row_key",  # what the lake tables match rows on
     }
     options.update(dict(item.split("=", 1) for item in args.option))
     changes = spark.readStream.format("cdc-mysql").options(**options).load()
@@ -109,8 +110,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         stream = stream.trigger(processingTime=f"{args.trigger_seconds} seconds")
     stream.start().awaitTermination()
-    for write in writers:
-        write.close()
     return 0
 
 

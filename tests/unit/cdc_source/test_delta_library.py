@@ -14,6 +14,7 @@ from decimal import Decimal, localcontext
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,6 @@ from hypothesis import strategies as st
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.delta.changes import after_last_reset, latest_changes
 from cdc_source.delta.envelope_images import EnvelopeImages, base64_decode
-from cdc_source.delta.key_bytes import KeyBytes
 from cdc_source.delta.lake_table import LegacyTableError, typed_fields
 from cdc_source.delta.mirror_table import MirrorTable
 from cdc_source.delta.table_set import TableSet
@@ -29,8 +29,9 @@ from cdc_source.delta.transactions import app_id_of
 from cdc_source.delta.writer import LakeWriter
 from cdc_source.keys import sort_key, time_literal
 from cdc_source.offsets import BinlogPosition
-from reader.arrow_output import ArrowWriter, Emitted
+from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.key_weights import WeightResolver
+from reader.row_keys import RowKeys
 
 # Where the envelope's rows come from (its metadata columns; not looked at here).
 ORIGIN = BinlogPosition("binlog.000001", 4, "", 7)
@@ -40,10 +41,10 @@ class TablesMirror:
     """The several-table road of the library on one Arrow batch: the writer's table set
     in mode ``mirror``, a batch applied as one slice (as the writer applies each)."""
 
-    def __init__(self, root: str, tables: list, checkpoint: str, weights=None) -> None:
+    def __init__(self, root: str, tables: list, checkpoint: str) -> None:
         def make(path, table, fields):
             app_id = app_id_of(checkpoint, "mirror", table.name)
-            return MirrorTable(path, table, app_id, weights, fields)
+            return MirrorTable(path, table, app_id, fields)
 
         self.writer = LakeWriter(table_set=TableSet(root, tables, make))
         self.mirrors = self.writer.table_set.lakes
@@ -158,7 +159,15 @@ def _typed(rows: list[Emitted], table=TABLE) -> pa.Table:
 
 
 def _envelope(rows: list[Emitted]) -> pa.Table:
-    return pa.Table.from_batches(list(ArrowWriter([TABLE, OTHER]).batches(rows, ORIGIN)))
+    return pa.Table.from_batches(list(ArrowWriter([TABLE, OTHER]).batches(rows, _origins(rows))))
+
+
+def _no_keys(rows) -> pa.Array:
+    return pa.nulls(len(rows), pa.binary())
+
+
+def _origins(rows: list[Emitted]) -> RowOrigins:
+    return RowOrigins.snapshot(ORIGIN, _no_keys(rows))
 
 
 def _same(envelope: pa.Table, typed: pa.Table, table=TABLE) -> None:
@@ -206,7 +215,11 @@ def test_snapshot_text_through_the_envelope_equals_the_typed_columns():
         list(ArrowWriter([TABLE]).snapshot_text_batches(TABLE, texts, seqs, 1))
     )
     envelope = pa.Table.from_batches(
-        list(ArrowWriter([TABLE, OTHER]).snapshot_text_batches(TABLE, texts, seqs, 1, ORIGIN))
+        list(
+            ArrowWriter([TABLE, OTHER]).snapshot_text_batches(
+                TABLE, texts, seqs, 1, ORIGIN, _no_keys(seqs)
+            )
+        )
     )
     _same(envelope, typed)
 
@@ -243,7 +256,9 @@ def test_generated_values_round_trip_through_the_envelope(values):
         Emitted(table, "c", None, dict(zip(table.column_names, (i,) + v)), f"s{i:04d}", 1)
         for i, v in enumerate(values)
     ]
-    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows, ORIGIN)))
+    envelope = pa.Table.from_batches(
+        list(ArrowWriter([table, OTHER]).batches(rows, _origins(rows)))
+    )
     _same(envelope, _typed(rows, table), table)
 
 
@@ -278,9 +293,10 @@ def test_an_image_with_a_column_the_table_does_not_have_is_an_error():
 # -- resets (op 't') and the MERGE ----------------------------------------------------
 
 
-def _changes(*rows) -> pa.Table:
-    """A typed batch of table ``OTHER`` (k, n): rows of (op, k, n, seq)."""
-    return pa.table(
+def _changes(*rows, table=OTHER, weights=None, keyed=True) -> pa.Table:
+    """A typed batch of table ``OTHER`` (k, n), or another of its shape: rows of (op, k, n,
+    seq), with each change's ``_key`` as the source gives it in ``row_key`` (``keyed``)."""
+    batch = pa.table(
         {
             "k": pa.array([r[1] for r in rows], pa.string()),
             "n": pa.array([r[2] for r in rows], pa.int32()),
@@ -288,12 +304,20 @@ def _changes(*rows) -> pa.Table:
             "_seq": pa.array([r[3] for r in rows], pa.string()),
         }
     )
+    if not keyed:
+        return batch
+    data = pc.invert(pc.equal(batch.column("_op"), "t")).combine_chunks()
+    keys = pa.nulls(batch.num_rows, pa.binary())
+    if pc.any(data).as_py():
+        values = RowKeys(table, weights)([batch.column("k").filter(data)])
+        keys = pc.replace_with_mask(keys, data, values)
+    return batch.append_column("_key", keys)
 
 
 def test_after_last_reset_keeps_the_changes_after_the_last_reset():
     batch = _changes(
         ("c", "a", 1, "01"), ("t", None, None, "02"), ("c", "b", 2, "03"),
-        ("t", None, None, "05"), ("u", "b", 3, "06"), ("c", "c", 4, "04"),
+        ("t", None, None, "05"), ("u", "b", 3, "06"), ("c", "c", 4, "04"), keyed=False,
     )  # fmt: skip
     later, reset = after_last_reset(batch)
     assert reset == "05"
@@ -302,9 +326,9 @@ def test_after_last_reset_keeps_the_changes_after_the_last_reset():
     assert none is None and same == batch.slice(0, 1)
 
 
-def _mirror(tmp_path, name="m", table=OTHER, weights=None) -> MirrorTable:
+def _mirror(tmp_path, name="m", table=OTHER) -> MirrorTable:
     schema = pa.schema([("k", pa.string()), ("n", pa.int32()), ("_seq", pa.string())])
-    return MirrorTable(str(tmp_path / name), table, "app", weights, typed_fields(schema))
+    return MirrorTable(str(tmp_path / name), table, "app", typed_fields(schema))
 
 
 def _rows(path) -> dict:
@@ -363,16 +387,27 @@ def _envelope_rows(*rows) -> pa.Table:
             "after": [None if r[2] is None else json.dumps(r[2]) for r in rows],
             "_seq": [r[3] for r in rows],
             "_ts_ms": pa.array([1] * len(rows), pa.int64()),
+            "row_key": pa.array([_envelope_key(r[0], r[2]) for r in rows], pa.binary()),
         }
     )
 
 
+def _envelope_key(table: str, image: dict | None) -> bytes | None:
+    """The source's ``row_key`` of an envelope row of table ``table`` (the fake server's
+    weights for a collated key)."""
+    schema = {"a": FIRST, "b": SECOND, "s": CI}.get(table)
+    if image is None or schema is None:
+        return None
+    key = tuple(image[name] for name in schema.primary_key)
+    return sort_key(schema, key, lambda _c, v: _Server.weight(v))
+
+
+FIRST = TableSchema("db", "a", (_col("id", "int", "int"), _col("v", "varchar", "text")), ("id",))
+SECOND = TableSchema("db", "b", OTHER.columns, ("k",))
+
+
 def _small_tables():
-    first = TableSchema(
-        "db", "a", (_col("id", "int", "int"), _col("v", "varchar", "text")), ("id",)
-    )
-    second = TableSchema("db", "b", OTHER.columns, ("k",))
-    return first, second
+    return FIRST, SECOND
 
 
 def test_several_tables_a_reset_touches_only_its_table(tmp_path):
@@ -507,12 +542,11 @@ def test_key_bytes_of_re_spelled_keys_are_equal_and_latest_changes_keeps_one_per
     """'a', 'A' and 'a ' are one key under utf8mb4_general_ci: one ``_key``, and the batch's
     last change of it (the highest ``_seq``) is the one kept, with its spelling."""
     server = _Server()
-    keys = KeyBytes(CI, server.resolver())
-    batch = _changes(
+    with_keys = _changes(
         ("c", "a", 1, "10"), ("u", "A", 2, "11"), ("c", "b", 3, "12"), ("u", "a ", 4, "13"),
-        ("d", "B  ", 3, "14"), ("c", "c", 5, "15"),
+        ("d", "B  ", 3, "14"), ("c", "c", 5, "15"), table=CI, weights=server.resolver(),
     )  # fmt: skip
-    with_keys = keys.add(batch)
+    batch = with_keys
     key = with_keys.column("_key").to_pylist()
     assert key[0] == key[1] == key[3] and key[2] == key[4]
     assert len(set(key)) == 3
@@ -531,7 +565,11 @@ def test_latest_changes_groups_by_the_key_bytes_alone():
     """Hand-built ``_key``: rows whose key columns differ are one key when their bytes are
     equal, and rows with equal key columns but other bytes are two."""
     batch = _changes(
-        ("c", "x", 1, "01"), ("u", "X", 2, "02"), ("c", "y", 3, "03"), ("u", "y", 4, "04")
+        ("c", "x", 1, "01"),
+        ("u", "X", 2, "02"),
+        ("c", "y", 3, "03"),
+        ("u", "y", 4, "04"),
+        keyed=False,
     ).append_column("_key", pa.array([b"\x01", b"\x01", b"\x02", b"\x03"], pa.binary()))
     latest = latest_changes(batch)
     assert latest["_seq"].to_pylist() == ["02", "03", "04"]
@@ -539,13 +577,13 @@ def test_latest_changes_groups_by_the_key_bytes_alone():
 
 def test_weights_are_fetched_in_batches_and_cached():
     server = _Server()
-    keys = KeyBytes(CI, server.resolver())
+    keys = RowKeys(CI, server.resolver())
     values = [f"v{i:04d}" for i in range(1200)]
-    batch = _changes(*[("c", v, i, f"{i:05d}") for i, v in enumerate(values + values)])
+    batch = [pa.array(values + values, pa.string())]
     first = keys(batch)
     assert len(server.queries) == 3  # 1,200 distinct values, 500 a query
     assert first.to_pylist()[:1200] == first.to_pylist()[1200:]
-    upper = _changes(*[("u", v.upper(), i, f"{i:05d}") for i, v in enumerate(values)])
+    upper = [pa.array([v.upper() for v in values], pa.string())]
     assert keys(upper).to_pylist() == first.to_pylist()[:1200]
     assert len(server.queries) == 6
     keys(batch)
@@ -555,11 +593,11 @@ def test_weights_are_fetched_in_batches_and_cached():
 def test_a_key_without_a_string_needs_no_server_and_a_string_key_needs_weights():
     table = TableSchema("db", "i", (_col("id", "int", "int"), _col("n", "int", "int")), ("id",))
     batch = pa.table({"id": pa.array([3, -1], pa.int32()), "n": pa.array([1, 2], pa.int32())})
-    assert KeyBytes(table)(batch).to_pylist() == [
+    assert RowKeys(table)([batch.column("id")]).to_pylist() == [
         sort_key(table, (3,)), sort_key(table, (-1,))
     ]  # fmt: skip
     with pytest.raises(ValueError, match="collation weights"):
-        KeyBytes(CI)
+        RowKeys(CI)
 
 
 KEY_COLUMNS = (
@@ -591,10 +629,11 @@ def test_key_bytes_of_typed_columns_equal_the_sources_sort_key(key):
             for e in rows
         ]
     typed = _typed(rows, table)
-    assert KeyBytes(table, server.resolver())(typed).to_pylist() == want
-    envelope = pa.Table.from_batches(list(ArrowWriter([table, OTHER]).batches(rows, ORIGIN)))
+    assert RowKeys(table, server.resolver())([typed.column(k) for k in key]).to_pylist() == want
+    writer = ArrowWriter([table, OTHER])
+    envelope = pa.Table.from_batches(list(writer.batches(rows, _origins(rows))))
     parsed = EnvelopeImages(table).changes(envelope)
-    assert KeyBytes(table, server.resolver())(parsed).to_pylist() == want
+    assert RowKeys(table, server.resolver())([parsed.column(k) for k in key]).to_pylist() == want
 
 
 def _at(key) -> list[int]:
@@ -606,7 +645,12 @@ def test_a_re_spelled_key_replaces_its_row_and_its_spelling(tmp_path):
     new spelling: the Delta table keeps one row, spelled anew; a later delete spelled
     otherwise removes it; the same within one batch and after a reset."""
     server = _Server()
-    mirror = _mirror(tmp_path, table=CI, weights=server.resolver())
+    mirror = _mirror(tmp_path, table=CI)
+    weights = server.resolver()
+
+    def _changes(*rows):  # noqa: F811 (the module's, keyed as table CI's)
+        return globals()["_changes"](*rows, table=CI, weights=weights)
+
     mirror.apply(_changes(("r", "a", 1, "10"), ("r", "b", 2, "11"), ("r", "c", 3, "12")), 0)
     mirror.apply(_changes(("u", "A", 4, "20"), ("u", "b  ", 5, "21")), 1)
     assert _rows(tmp_path / "m") == {"A": (4, "20"), "b  ": (5, "21"), "c": (3, "12")}
@@ -631,8 +675,7 @@ def test_a_re_spelled_key_replaces_its_row_and_its_spelling(tmp_path):
 def test_several_tables_re_spelled_keys_are_one_row(tmp_path):
     """The envelope road: a table with a collated string key, re-spelled."""
     first, _ = _small_tables()
-    server = _Server()
-    mirrors = TablesMirror(str(tmp_path), [first, CI], str(tmp_path / "ck"), server.resolver())
+    mirrors = TablesMirror(str(tmp_path), [first, CI], str(tmp_path / "ck"))
     mirrors.create()
     mirrors.apply(
         _envelope_rows(

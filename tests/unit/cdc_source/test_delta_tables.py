@@ -1,7 +1,7 @@
 """The lake tables of ``cdc_source.delta`` on local Delta tables, slice by slice, without
-Spark or a server (an INT key needs no collation weights): the slicing of a batch, the
-application transactions of slices, and what each mode makes of a sequence of changes,
-against the same changes folded in Python."""
+Spark or a server (an INT key's ``_key`` is its sort key: no collation weights): the
+slicing of a batch, the application transactions of slices, and what each mode makes of a
+sequence of changes, against the same changes folded in Python."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.delta.change_log import ChangeLogTable
 from cdc_source.delta.history_table import HistoryTable
+from cdc_source.delta.lake_table import SHARED
 from cdc_source.delta.mirror_table import MirrorTable
 from cdc_source.delta.slices import _ipc_streams, cut
 from cdc_source.delta.transactions import (
@@ -22,6 +23,7 @@ from cdc_source.delta.transactions import (
     slice_applied,
     slice_version,
 )
+from cdc_source.keys import sort_key
 
 TABLE = TableSchema(
     "db",
@@ -33,6 +35,7 @@ FIELDS = [pa.field("id", pa.int32()), pa.field("v", pa.int32())]
 SCHEMA = pa.schema(
     FIELDS
     + [pa.field("_op", pa.string()), pa.field("_seq", pa.string()), pa.field("_ts_ms", pa.int64())]
+    + [pa.field("_key", pa.binary())]
 )
 
 
@@ -45,6 +48,7 @@ def _changes(rows) -> pa.Table:
             "_op": [r[0] for r in rows],
             "_seq": [f"{r[3]:08d}" for r in rows],
             "_ts_ms": pa.array([r[4] * 1000 for r in rows], pa.int64()),
+            "_key": [None if r[1] is None else sort_key(TABLE, (r[1],)) for r in rows],
         },
         schema=SCHEMA,
     )
@@ -163,3 +167,45 @@ def test_the_history_applied_slice_by_slice_equals_it_applied_in_one_slice(tmp_p
     _apply(HistoryTable(str(tmp_path / "one"), TABLE, "app", fields=FIELDS), whole, [(0, 0, True)])
     _apply(HistoryTable(str(tmp_path / "many"), TABLE, "app", fields=FIELDS))
     assert _rows(tmp_path / "one") == _rows(tmp_path / "many")
+
+
+# The first slice's snapshot reads (op r) in a slice of their own.
+READS_FIRST = [SLICES[0][:3], SLICES[0][3:], SLICES[1], SLICES[2]]
+READS_PLAN = [(0, 0, False), (0, 1, True), (1, 0, False), (1, 1, True)]
+
+
+def _operations(path) -> list[str]:
+    return [entry["operation"] for entry in reversed(deltalake.DeltaTable(str(path)).history())]
+
+
+@pytest.mark.parametrize("kind", [MirrorTable, HistoryTable])
+def test_a_slice_of_snapshot_reads_is_appended_and_the_table_is_the_one_a_merge_makes(
+    tmp_path, kind
+):
+    """In a table the query created, a slice of reads alone is a plain append (the table is
+    not read); in a table another query created, the same slices are merged; both tables
+    end the same."""
+    appended = kind(str(tmp_path / "a"), TABLE, "app", fields=FIELDS)
+    _apply(appended, READS_FIRST, READS_PLAN)
+    kind(str(tmp_path / "m"), TABLE, "creator", fields=FIELDS).table()
+    merged = kind(str(tmp_path / "m"), TABLE, "app", fields=FIELDS)
+    _apply(merged, READS_FIRST, READS_PLAN)
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "m")
+    assert _operations(tmp_path / "a")[1:] == ["WRITE", "MERGE", "MERGE", "MERGE"]
+    assert "WRITE" not in _operations(tmp_path / "m")
+    assert deltalake.DeltaTable(str(tmp_path / "m")).metadata().description == SHARED
+
+
+def test_a_table_another_query_wrote_to_is_merged_into_even_by_the_query_that_created_it(
+    tmp_path,
+):
+    """Once a second query has written a table, a read of a key it wrote is merged, not
+    appended beside it, whichever query reads it."""
+    path = str(tmp_path / "m")
+    first = MirrorTable(path, TABLE, "first", fields=FIELDS)
+    first.apply(_changes([("r", 1, 10, 1, 100)]), 0)
+    MirrorTable(path, TABLE, "second", fields=FIELDS).apply(_changes([("r", 2, 20, 2, 100)]), 0)
+    first.apply(_changes([("r", 2, 21, 3, 101)]), 1)
+    assert [(r["id"], r["v"]) for r in _rows(path, ("id",))] == [(1, 10), (2, 21)]
+    assert _operations(path)[1] == "WRITE"  # the first query's first slice, alone then
+    assert _operations(path)[-1] == "MERGE"

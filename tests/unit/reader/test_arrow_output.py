@@ -108,7 +108,11 @@ def test_envelope_snapshot_batches_keep_every_row_and_stay_bounded():
     records = [(i,) + NULLS[1:] for i in range(25)]
     seqs = pa.array([f"{i:03d}" for i in range(25)])
     target = BinlogPosition("binlog.000002", 4321, "", 1)
-    batches = list(writer.snapshot_text_batches(TABLE, _text_columns(records), seqs, 1, target))
+    batches = list(
+        writer.snapshot_text_batches(
+            TABLE, _text_columns(records), seqs, 1, target, pa.nulls(25, pa.binary())
+        )
+    )
     assert [b.num_rows for b in batches] == [10, 10, 5]
     assert all(
         b.schema == to_arrow_schema(output_schema([TABLE, other]), timezone="UTC") for b in batches

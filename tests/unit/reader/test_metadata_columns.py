@@ -66,18 +66,20 @@ def _expected_op_ts(ms: int) -> dt.datetime:
 def test_snapshot_rows_carry_the_target_position_and_null_event_fields():
     writer = ArrowWriter([TABLE], metadata=METADATA_NAMES)
     columns = [pa.array([b"1", b"2"]), pa.array([b"a", None], pa.binary())]
+    keys = pa.array([b"\x80\x01", b"\x80\x02"], pa.binary())
     (batch,) = writer.snapshot_text_batches(
-        TABLE, columns, pa.array(["s1", "s2"]), TARGET.ts, TARGET
+        TABLE, columns, pa.array(["s1", "s2"]), TARGET.ts, TARGET, keys
     )
     assert batch.schema == to_arrow_schema(output_schema([TABLE], METADATA_NAMES), timezone="UTC")
     row = batch.to_pylist()[1]
     assert row["database_name"] == "shop" and row["table_name"] == "orders"
     assert row["binlog_file"] == "mysql-bin.000003" and row["binlog_pos"] == 7777
     assert row["gtid"] is None and row["server_id"] is None and row["row_index"] is None
+    assert row["row_key"] == b"\x80\x02"  # the key bytes the snapshot read the row by
     assert row["op_ts"].replace(tzinfo=None) == _expected_op_ts(TARGET.ts)
     # The per-row path (restored rows of a normalized chunk) gives the same metadata.
     emitted = [Emitted(TABLE, "r", None, {"id": 2, "note": None}, "s2", TARGET.ts)]
-    (restored,) = writer.batches(emitted, TARGET)
+    (restored,) = writer.batches(emitted, RowOrigins.snapshot(TARGET, keys.slice(1)))
     assert restored.to_pylist()[0] == row
 
 
@@ -91,11 +93,13 @@ def test_binlog_origins_are_sliced_with_the_envelope_batches():
         pa.array([f"0-1-{i}" for i in range(n)]),
         pa.array([1] * n, pa.int64()),
         pa.array(np.arange(n), pa.int64()),
+        pa.array([bytes([i]) for i in range(n)], pa.binary()),
     )
     rows = [Emitted(OTHER, "c", None, {"id": i}, f"{i:03d}", 1000 * i) for i in range(n)]
     out = [r for b in writer.batches(rows, origins) for r in b.to_pylist()]
     assert [r["binlog_pos"] for r in out] == [100, 101, 102, 103, 104]
     assert [r["gtid"] for r in out] == [f"0-1-{i}" for i in range(n)]
+    assert [r["row_key"] for r in out] == [bytes([i]) for i in range(n)]
     assert {(r["database_name"], r["table_name"]) for r in out} == {("shop", "items")}
     assert out[3]["op_ts"].replace(tzinfo=None) == _expected_op_ts(3000)
     with pytest.raises(ValueError, match="without their origins"):
