@@ -6,16 +6,19 @@
 1. starts an embedded MariaDB with the binlog set up for CDC (nothing to configure);
 2. creates ``shop.orders`` with ``--rows`` rows;
 3. streams ``spark.readStream.format("cdc-mysql")`` into a parquet folder (the file sink
-   is exactly once with its checkpoint), printing every micro-batch: its phase, the
-   rows by ``_op`` and the size of the source's offset;
+   is exactly once with its checkpoint), or with ``--delta MODE`` into a Delta table
+   (``cdc_source.delta``, the ``lake`` extra), printing every micro-batch: its phase, the
+   rows by ``_op`` (parquet) and the size of the source's offset;
 4. once the first batch is done, starts a writer thread that inserts, updates and deletes
    orders for ``--seconds``, during the rest of the snapshot and after it;
 5. once the writer has stopped and the stream has caught up with the binlog, replays the
-   change log (per primary key the row with the highest ``_seq``, deletes dropped) and
-   checks it equals ``SELECT *`` of the table.
+   change log (per primary key the row with the highest ``_seq``, deletes dropped), or
+   reads the Delta table back with Spark (a ``history`` table's current rows), and checks
+   it equals ``SELECT *`` of the table.
 
-The user-facing code is :func:`start_capture` and :func:`replay`; the rest is the demo's
-scaffolding. ``examples/quickstart.py`` shows the same two functions as a script.
+The user-facing code is :func:`start_capture` and :func:`replay` (:func:`start_delta` and
+:func:`read_delta` with ``--delta``); the rest is the demo's scaffolding.
+``examples/quickstart.py`` shows the same two functions as a script.
 """
 
 from __future__ import annotations
@@ -66,18 +69,54 @@ def start_capture(
     )
 
 
-def replay(spark, out_dir: str):
-    """The table rebuilt from its change log: per key the latest change, deletes dropped."""
+def start_delta(spark, options: dict[str, str], table_path: str, checkpoint_dir: str, mode: str):
+    """Keep a Delta table of ``shop.orders`` in ``mode`` (``mirror``, ``history`` or
+    ``append``), exactly once; ``options`` are the connection's and the snapshot's."""
+    from cdc_source import delta
+
+    orders = (
+        spark.readStream.format("cdc-mysql")
+        .options(**options)
+        .option("database-name", "shop")
+        .option("table-name", r"shop\.orders")
+        .option("metadata.list", "row_key")  # the key bytes the Delta table matches rows on
+        .load()
+    )
+    trigger = {"processingTime": "1 second"}
+    return delta.mirror(orders, table_path, checkpoint=checkpoint_dir, mode=mode, trigger=trigger)
+
+
+def read_delta(spark, table_path: str, mode: str):
+    """The table as a Delta table of ``mode`` holds it, read by Spark from the table's
+    current parquet files: a mirror as it is, a history's current versions, a change
+    log replayed."""
+    from deltalake import DeltaTable
+
+    files = DeltaTable(table_path).file_uris()
+    table = spark.read.parquet(*files)
+    if mode == "append":
+        return _latest(table.where("_op != 't'")).drop("_key")
+    if mode == "history":
+        table = table.where("is_current").drop("valid_from", "valid_to", "is_current")
+    return table.drop("_seq", "_key")
+
+
+def _latest(changes):
+    """Per key the change with the highest ``_seq``, deletes dropped."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     latest_first = Window.partitionBy("id").orderBy(F.col("_seq").desc())
     return (
-        spark.read.parquet(out_dir)
-        .withColumn("_rank", F.row_number().over(latest_first))
+        changes.withColumn("_rank", F.row_number().over(latest_first))
         .where("_rank = 1 AND _op != 'd'")
         .drop("_rank", "_op", "_seq", "_ts_ms")
     )
+
+
+def replay(spark, out_dir: str):
+    """The table rebuilt from its change log: per key the latest change, deletes dropped."""
+    return _latest(spark.read.parquet(out_dir))
 
 
 # -- printing the batches -----------------------------------------------------------------
@@ -114,10 +153,12 @@ class BatchPrinter:
     """Prints each finished micro-batch once: phase, rows by ``_op``, offset size.
 
     Rows by ``_op`` come from the files the batch committed to the sink's log
-    (``_spark_metadata``), read with pyarrow: no extra Spark job.
+    (``_spark_metadata``), read with pyarrow: no extra Spark job. A Delta sink
+    (``count_ops`` false) has no such log: its batches show their row count alone.
     """
 
-    def __init__(self, out_dir: str, checkpoint_dir: str) -> None:
+    def __init__(self, out_dir: str, checkpoint_dir: str, count_ops: bool = True) -> None:
+        self.count_ops = count_ops
         self.out_dir = Path(out_dir)
         self.checkpoint_dir = Path(checkpoint_dir)
         self.printed: set[int] = set()
@@ -179,7 +220,7 @@ class BatchPrinter:
             ops = self._ops(batch_id)
             self.totals.update(ops)
             self.last_end = end
-            counts = " ".join(f"{op}={ops[op]:<5}" for op in "rcud")
+            counts = " ".join(f"{op}={ops[op]:<5}" for op in "rcud") if self.count_ops else ""
             size = self._offset_bytes(batch_id)
             seconds = data["durationMs"].get("triggerExecution", 0) / 1000
             print(
@@ -241,6 +282,10 @@ def verify(spark, out_dir: str, conn, replay: Callable = replay) -> list[str]:
 
 
 # -- the whole run ------------------------------------------------------------------------
+def _delta_reader(mode: str) -> Callable:
+    return lambda spark, table_path: read_delta(spark, table_path, mode)
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="cdc-mysql quickstart",
@@ -258,6 +303,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for the stream to catch up"
+    )
+    parser.add_argument(
+        "--delta",
+        choices=("mirror", "history", "append"),
+        help="write a Delta table in this mode instead of the parquet change log "
+        "(needs the 'lake' extra: pip install 'cdc-mysql[lake]')",
     )
     args = parser.parse_args(argv)
     if args.rows < 0 or args.seconds < 0 or args.chunk_size < 1 or args.chunks_per_batch < 1:
@@ -320,16 +371,26 @@ def main(
             # planning lines (logged by Spark's Python processes) are left out.
             os.environ.setdefault(LOG_LEVEL_ENV, "WARNING")
             spark = _spark()
-            query = start_capture(
-                spark,
-                server.source_options(),
-                str(out_dir),
-                str(checkpoint_dir),
-                args.chunk_size,
-                args.chunks_per_batch,
-            )
-            print(f"{elapsed()} streaming {DATABASE}.{TABLE} into {out_dir}", flush=True)
-            printer = BatchPrinter(str(out_dir), str(checkpoint_dir))
+            if args.delta:
+                options = {
+                    **server.source_options(),
+                    "scan.incremental.snapshot.chunk.size": str(args.chunk_size),
+                    "scan.snapshot.chunks-per-batch": str(args.chunks_per_batch),
+                }
+                query = start_delta(spark, options, str(out_dir), str(checkpoint_dir), args.delta)
+                replay = _delta_reader(args.delta)
+            else:
+                query = start_capture(
+                    spark,
+                    server.source_options(),
+                    str(out_dir),
+                    str(checkpoint_dir),
+                    args.chunk_size,
+                    args.chunks_per_batch,
+                )
+            sink = f"a Delta table ({args.delta})" if args.delta else "a parquet change log"
+            print(f"{elapsed()} streaming {DATABASE}.{TABLE} into {sink} at {out_dir}", flush=True)
+            printer = BatchPrinter(str(out_dir), str(checkpoint_dir), count_ops=not args.delta)
             try:
                 # Spark's first batch pays for warming up; let the writer overlap the rest of
                 # the snapshot and the binlog phase after it.
@@ -361,7 +422,8 @@ def main(
                 query.stop()
             printer.poll(query)
             totals = " ".join(f"{op}={printer.totals[op]}" for op in "rcud")
-            print(f"{elapsed()} caught up after {len(printer.printed)} batches: {totals}")
+            totals = f": {totals}" if printer.count_ops else ""
+            print(f"{elapsed()} caught up after {len(printer.printed)} batches{totals}")
             print(f"{elapsed()} verifying ...", flush=True)
             problems = verify(spark, str(out_dir), admin, replay)
             duplicates = printer.duplicate_seqs()
@@ -376,10 +438,12 @@ def main(
         for problem in problems:
             print(f"  {problem}")
         return 1
-    print(
-        f"{elapsed()} verification OK: replaying the change log (latest _seq per id, "
-        f"deletes dropped) equals SELECT * FROM {DATABASE}.{TABLE}"
+    what = (
+        f"the Delta table ({args.delta}), read back by Spark,"
+        if args.delta
+        else "replaying the change log (latest _seq per id, deletes dropped)"
     )
+    print(f"{elapsed()} verification OK: {what} equals SELECT * FROM {DATABASE}.{TABLE}")
     print(f"output table: {out_dir}")
     print(f"inspect the checkpoint: python -m cdc_source inspect {checkpoint_dir}")
     return 0
