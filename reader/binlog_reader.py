@@ -137,7 +137,6 @@ class BinlogReader:
         if schema is None or not schema.columns:  # a table gone before the driver read it
             schema = _from_table_map(block.table, block.table_map, self.charsets)
         images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
-        types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
         has_after = block.rows.has_after.to_numpy(zero_copy_only=False)
         update = has_before & has_after
@@ -178,12 +177,17 @@ class BinlogReader:
         take = pa.array(rows)
         use_before = pa.array(ops == _OP_DELETE)
         columns = [
-            pc.if_else(
-                use_before,
-                images.column("before", i).take(take),
-                images.column("after", i).take(take),
+            writer.output_column(
+                schema,
+                column,
+                mask,
+                lambda i=i: pc.if_else(
+                    use_before,
+                    images.column("before", i).take(take),
+                    images.column("after", i).take(take),
+                ),
             )
-            for i in range(len(types))
+            for i, column, mask in writer.kept(images.schema)
         ]
         columns += [pa.array(_OPS[ops].tolist(), pa.string()), seq, ts_ms]
         if origins is not None:
