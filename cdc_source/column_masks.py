@@ -57,18 +57,22 @@ def value_text(value: Any) -> bytes:
 class Mask:
     """One mask: ``kind`` is :data:`HASH` (``algorithm``, ``salt``), :data:`MASK` or
     :data:`TRUNCATE` (``length``). The salt is a secret: kept out of ``repr``, and
-    :attr:`option` names the option without it."""
+    :attr:`option` names the option without it. ``salt_in_key``: given in the option's
+    key (Debezium's form), else by ``column.mask.hash.secret``."""
 
     kind: str
     length: int = 0
     algorithm: str = ""
     salt: str = field(default="", repr=False)
+    salt_in_key: bool = True
 
     @property
     def option(self) -> str:
         """The option's key as a message may show it (the salt left out)."""
-        if self.kind == HASH:
+        if self.kind == HASH and self.salt_in_key:
             return f"column.mask.hash.{self.algorithm}.with.salt.<salt>"
+        if self.kind == HASH:
+            return f"column.mask.hash.{self.algorithm}"
         if self.kind == MASK:
             return f"column.mask.with.{self.length}.chars"
         return f"column.truncate.to.{self.length}.chars"

@@ -20,6 +20,7 @@ from cdc_source.option_values import OptionError
 
 INCLUDE = "column.include.list"
 EXCLUDE = "column.exclude.list"
+SECRET = "column.mask.hash.secret"
 # Where a mask or a truncation applies: columns whose value is text (a hash applies to
 # any column: its output is text whatever the column holds).
 CHARACTER_TYPES = STRING_TYPES | {"enum", "set"}
@@ -52,17 +53,28 @@ def _length(text: str, option: str) -> int:
     return int(text)
 
 
-def hash_mask(parameters: dict[str, str]) -> Mask:
-    """The mask of a ``column.mask.hash.<algorithm>.with.salt.<salt>`` key's parameters.
-    The salt is kept as the key gives it (lower-cased: Spark lower-cases keys)."""
+def hash_mask(parameters: dict[str, str], secret: str | None = None) -> Mask:
+    """The mask of a ``column.mask.hash.<algorithm>.with.salt.<salt>`` key's parameters
+    (the salt kept as the key gives it, lower-cased: Spark lower-cases keys), or of a
+    ``column.mask.hash.<algorithm>`` key's, whose salt is ``secret``, the value of
+    ``column.mask.hash.secret``."""
+    in_key = "salt" in parameters
+    shown = f"column.mask.hash.{parameters['algorithm']}" + (".with.salt.<salt>" if in_key else "")
+    if not in_key and not secret:
+        raise OptionError(
+            f"option '{shown}' hashes with the salt of option '{SECRET}', which is not set: "
+            f"set '{SECRET}' to the salt (or give it in the key, "
+            f"'{shown}.with.salt.<salt>')"
+        )
     algorithm = hash_algorithm(parameters["algorithm"])
     if algorithm is None:
         raise OptionError(
-            f"option 'column.mask.hash.{parameters['algorithm']}.with.salt.<salt>': no hash "
+            f"option '{shown}': no hash "
             f"algorithm '{parameters['algorithm']}'; use one of MD5, SHA-1, SHA-224, SHA-256, "
             "SHA-384, SHA-512, SHA3-256, SHA3-512, BLAKE2b"
         )
-    return Mask(HASH, algorithm=algorithm, salt=parameters["salt"])
+    salt = parameters["salt"] if in_key else secret
+    return Mask(HASH, algorithm=algorithm, salt=salt, salt_in_key=in_key)
 
 
 def chars_mask(kind: str, parameters: dict[str, str]) -> Mask:
@@ -187,9 +199,12 @@ class ColumnPolicy:
 ALL_COLUMNS = ColumnPolicy()
 
 
-def column_policy(given: list[tuple[str, dict[str, str], str]]) -> ColumnPolicy:
+def column_policy(
+    given: list[tuple[str, dict[str, str], str]], secret: str | None = None
+) -> ColumnPolicy:
     """The policy of the column options ``given``: (option key template, the key's
-    parameters, the value) for each column option the user set."""
+    parameters, the value) for each column option the user set; ``secret`` is the value
+    of ``column.mask.hash.secret``."""
     include = exclude = ()
     masks: list[tuple[Mask, tuple[str, ...]]] = []
     for template, parameters, text in given:
@@ -197,8 +212,8 @@ def column_policy(given: list[tuple[str, dict[str, str], str]]) -> ColumnPolicy:
             include = patterns(text, INCLUDE)
         elif template == EXCLUDE:
             exclude = patterns(text, EXCLUDE)
-        elif "salt" in parameters:
-            mask = hash_mask(parameters)
+        elif "algorithm" in parameters:
+            mask = hash_mask(parameters, secret)
             masks.append((mask, patterns(text, mask.option)))
         else:
             kind = MASK if template.startswith("column.mask.with") else TRUNCATE

@@ -426,7 +426,8 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
         )
         server_ids = ServerIdRange(DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + needed - 1)
     columns = column_policy(
-        [(key, {}, options[key]) for key in COLUMN_LISTS if key in options] + parameterised
+        [(key, {}, options[key]) for key in COLUMN_LISTS if key in options] + parameterised,
+        secret=options.get("column.mask.hash.secret"),
     )
     return SourceOptions(
         hostname=options["hostname"],

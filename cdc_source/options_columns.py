@@ -61,8 +61,39 @@ COLUMNS_OPTIONS: tuple[Option, ...] = (
             "envelope's JSON writes it), computed on the executor; the column becomes a "
             "string. Algorithms: MD5, SHA-1, SHA-224, SHA-256, SHA-384, SHA-512, SHA3-*, "
             "BLAKE2b/BLAKE2s. **Spark lower-cases option keys, so the salt is used "
-            "lower-cased**. The salt is never logged. A key column cannot be hashed "
-            "(refused)"
+            "lower-cased**. The source never logs the salt, but Spark shows option keys in "
+            "the query's plan: `column.mask.hash.<algorithm>` with `column.mask.hash.secret`"
+            " keeps it out. A key column cannot be hashed (refused)"
+        ),
+    ),
+    Option(
+        "column.mask.hash.<algorithm>",
+        kind=_PATTERNS,
+        shown_default="unset",
+        parameters=r"column\.mask\.hash\.(?!secret$)(?P<algorithm>[^.]+)",
+        summary=(
+            "comma-separated regular expressions of 'db.table.column': those columns are "
+            "hashed as by column.mask.hash.<algorithm>.with.salt.<salt>, with the salt of "
+            "column.mask.hash.secret"
+        ),
+        manual=(
+            "the form of `column.mask.hash.<algorithm>.with.salt.<salt>` that keeps the salt "
+            "out of the key: the salt is the value of `column.mask.hash.secret`, e.g. "
+            "`column.mask.hash.SHA-256` = `shop\\.customers\\.email`. Spark shows every "
+            "option's key in the query's plan (`explain()`, the UI's SQL tab) and hides the "
+            "value of an option whose key contains `secret` (`spark.redaction.regex`): with "
+            "this form the salt is in no plan, and its case is kept"
+        ),
+    ),
+    Option(
+        "column.mask.hash.secret",
+        kind="text (a secret)",
+        shown_default="unset",
+        summary="the salt of the column.mask.hash.<algorithm> options (never logged)",
+        manual=(
+            "the salt of the `column.mask.hash.<algorithm>` options, as given (its case "
+            "kept); never logged, and redacted from Spark's plans by Spark's default "
+            "`spark.redaction.regex`"
         ),
     ),
     Option(

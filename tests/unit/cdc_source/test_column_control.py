@@ -83,6 +83,21 @@ def test_the_salt_reaches_no_repr_and_no_error():
     assert "czqma0cb5k" not in str(err.value).lower()
 
 
+def test_a_salt_given_by_the_secret_option_keeps_its_case_and_is_needed():
+    options = _options(
+        **{"column.mask.hash.SHA-512": r".*\.email", "column.mask.hash.secret": "PePPer"}
+    )
+    mask = options.columns.mask(TABLE, "email")
+    assert (mask.algorithm, mask.salt, mask.option) == (
+        "sha512",
+        "PePPer",
+        "column.mask.hash.sha512",
+    )
+    assert "PePPer" not in repr(options)
+    with pytest.raises(OptionError, match="'column.mask.hash.secret', which is not set"):
+        _options(**{"column.mask.hash.SHA-512": r".*\.email"})
+
+
 def test_include_and_exclude_lists_together_are_refused_naming_both():
     with pytest.raises(OptionError, match="column.include.list.*column.exclude.list"):
         _options(**{"column.include.list": "a", "column.exclude.list": "b"})
