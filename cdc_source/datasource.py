@@ -94,6 +94,7 @@ def discover(options: SourceOptions) -> list[TableSchema]:
 
     tables = retrying(options.retry_policy(), "checking the server (preflight)", attempt)
     options.columns.check(tables)
+    _configure_logging(driver=True)
     for unmatched in options.columns.unmatched(tables):
         log.warning("%s matches no column of the captured tables", unmatched)
     return tables
