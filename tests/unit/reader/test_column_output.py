@@ -100,3 +100,12 @@ def test_a_refused_value_of_a_masked_column_is_not_shown():
     with pytest.raises(ValueRefusedError) as err:
         list(writer.snapshot_text_batches(TABLE, _snapshot_text(bad), pa.array(["s"]), 9))
     assert "7" not in str(err.value) and "masked" in str(err.value)
+
+
+def test_the_snapshot_select_does_not_read_an_excluded_column():
+    from cdc_source.partitions import ChunkSpec
+    from reader.chunk_reader import select_sql
+
+    query, _ = select_sql(ChunkSpec(TABLE, 0, None, (10,)), POLICY)
+    assert "`secret`" not in query
+    assert query.startswith("SELECT `id`, `email`, `phone`, `note`, `flag` FROM")
