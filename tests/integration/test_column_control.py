@@ -12,6 +12,8 @@ import random
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.support.streams import StreamRun, read_output, stream_past_handover
 
 ROWS = 3000
@@ -274,3 +276,36 @@ def test_a_key_column_left_out_stops_the_query_before_it_reads_naming_it(server,
     else:
         raise AssertionError("a key column left out was accepted")
     assert f"{database}.people.id, a key column" in message and "column.include.list" in message
+
+
+def test_a_refused_value_of_a_hashed_column_is_not_shown_by_either_road(server, spark, tmp_path):
+    """A TINYINT(1) read as BOOLEAN refuses a value other than 0 or 1 before it is hashed:
+    the refusal names the column, never the value."""
+    from pyspark.errors import StreamingQueryException
+
+    database = server.fresh_database("columns_refusal")
+    server.execute(
+        "CREATE TABLE flags (id INT PRIMARY KEY, f TINYINT(1))",
+        "INSERT INTO flags VALUES (1, 0), (2, 77)",
+        database=database,
+    )
+    options = server.source_options(
+        database,
+        rf"{database}\.flags",
+        **{"column.mask.hash.SHA-256": rf"{database}\.flags\.f", "column.mask.hash.secret": "s"},
+    )
+    snapshot = StreamRun(spark, options, tmp_path / "s-ck", tmp_path / "s-out")
+    with pytest.raises(StreamingQueryException) as caught:
+        snapshot.run_to_end()
+    message = str(caught.value)
+    assert f"{database}.flags.f: the value (not shown: the column is masked)" in message
+    assert "value 77" not in message
+    server.execute("DELETE FROM flags WHERE id = 2", database=database)
+    binlog = StreamRun(spark, options, tmp_path / "b-ck", tmp_path / "b-out")
+    binlog.run_to_end()
+    server.execute("INSERT INTO flags VALUES (3, 77)", database=database)
+    with pytest.raises(StreamingQueryException) as caught:
+        binlog.run_to_end()
+    message = str(caught.value)
+    assert f"{database}.flags.f: the value (not shown: the column is masked)" in message
+    assert "ending at binlog" in message and "value 77" not in message
