@@ -41,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
         help="environment variable holding the password (default %(default)s)",
     )
     for name, doc in OPTION_DOCS.items():
-        if name != "password":
+        # A key that carries parameters (column.mask.with.<n>.chars) is no flag: it is
+        # given in the properties file.
+        if name != "password" and "<" not in name:
             parser.add_argument(f"--{name}", dest=name, metavar="VALUE", help=doc)
     return parser
 

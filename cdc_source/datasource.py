@@ -92,7 +92,12 @@ def discover(options: SourceOptions) -> list[TableSchema]:
         finally:
             conn.close()
 
-    return retrying(options.retry_policy(), "checking the server (preflight)", attempt)
+    tables = retrying(options.retry_policy(), "checking the server (preflight)", attempt)
+    options.columns.check(tables)
+    _configure_logging(driver=True)
+    for unmatched in options.columns.unmatched(tables):
+        log.warning("%s matches no column of the captured tables", unmatched)
+    return tables
 
 
 class CdcMySQLDataSource(DataSource):
@@ -107,7 +112,8 @@ class CdcMySQLDataSource(DataSource):
         self.source_options = parse_options(dict(options))
 
     def schema(self) -> StructType:
-        return output_schema(discover(self.source_options), self.source_options.metadata)
+        options = self.source_options
+        return output_schema(discover(options), options.metadata, options.columns)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         # Spark builds a stream reader in its driver-side process, and another for every
@@ -129,6 +135,7 @@ def _read_task(options: SourceOptions, partition: InputPartition) -> Iterator:
         partition.tables,
         options.retry_policy(),
         options.metadata,
+        columns=options.columns,
     )
 
 
@@ -192,7 +199,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         query with: a table altered between ``load()`` and the start is refused."""
         if self._tables is None:
             tables = tuple(sorted(discover(self.options), key=lambda t: t.name))
-            now = output_schema(tables, self.options.metadata)
+            now = output_schema(tables, self.options.metadata, self.options.columns)
             if self._schema is not None and _shape(now) != _shape(self._schema):
                 from reader.schema_drift import SchemaChangedError
 

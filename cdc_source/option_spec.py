@@ -4,6 +4,7 @@ readers share: the startup modes, the choices, the defaults."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,12 @@ def default_snapshot_parallelism() -> int:
 @dataclass(frozen=True)
 class Option:
     """One option. ``parse(text, key)`` and ``field`` are set for an option read on its
-    own; ``default`` is its value when absent (a function: computed then)."""
+    own; ``default`` is its value when absent (a function: computed then).
+
+    An option whose key carries parameters (Debezium's ``column.mask.with.<n>.chars``)
+    has ``parameters``, a regular expression of its keys whose named groups are the
+    parameters; ``key`` is then the key's template, as the documentation shows it. Such
+    an option may be given several times, once per value of its parameters."""
 
     key: str
     kind: str
@@ -82,6 +88,15 @@ class Option:
     field: str | None = None
     parse: Callable[[str, str], Any] | None = None
     default: Any = None
+    parameters: str | None = None
+
+    def key_parameters(self, key: str) -> dict[str, str] | None:
+        """The parameters ``key`` gives this option (an option without parameters: its
+        own key gives none, ``{}``); None when ``key`` is not one of this option's."""
+        if self.parameters is None:
+            return {} if key == self.key else None
+        match = re.fullmatch(self.parameters, key)
+        return match.groupdict() if match else None
 
     def value(self, given: dict[str, str]) -> Any:
         """This option's value among the ``given`` options (Spark's lower-cased texts)."""

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from cdc_source.chunk_key import ChunkKeyColumns
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy, column_policy
 from cdc_source.option_spec import (  # noqa: F401  (re-exported: the options' constants)
     BINLOG_ONLY_MODES,
     DEFAULT_BINLOG_PARALLELISM,
@@ -116,6 +117,9 @@ class SourceOptions:
     metadata: tuple[str, ...] = ()  # metadata.list, in the order given
     chunk_keys: ChunkKeyColumns | None = None  # scan.incremental.snapshot.chunk.key-column
     tinyint1_as_boolean: bool = True  # treat-tinyint1-as-boolean.enabled
+    # column.include.list, column.exclude.list, column.mask.*, column.truncate.* (its
+    # masks' salts are kept out of repr)
+    columns: ColumnPolicy = ALL_COLUMNS
 
     @property
     def flink_table_form(self) -> bool:
@@ -370,16 +374,34 @@ def _parse_tls(options: dict[str, str]) -> dict[str, str | None]:
     }
 
 
+COLUMN_LISTS = ("column.include.list", "column.exclude.list")
+
+
+def _shown_key(key: str) -> str:
+    """An option key as an error may show it: a mistyped hash key may hold a salt."""
+    if key.startswith("column.mask.hash"):
+        return "'column.mask.hash...' (the rest not shown: it may hold a salt)"
+    return repr(key)
+
+
 def parse_options(raw_options: dict[str, str]) -> SourceOptions:
     """Validate Spark's (lower-cased, string) options into :class:`SourceOptions`: each
     option read on its own by its declaration (:mod:`cdc_source.option_table`), then the
     ones read as a group."""
     options = {key.lower(): value for key, value in raw_options.items()}
-    unknown = sorted(set(options) - set(BY_KEY) - {"path"})
+    # Keys that carry parameters (column.mask.with.<n>.chars): (template, parameters, value).
+    parameterised = [
+        (option.key, parameters, options[key])
+        for key in sorted(options)
+        for option in OPTIONS
+        if option.parameters and (parameters := option.key_parameters(key)) is not None
+    ]
+    given = {key for key in options if any(o.key_parameters(key) is not None for o in OPTIONS)}
+    unknown = sorted(set(options) - given - {"path"})
     if unknown:
         raise OptionError(
-            f"unknown option(s) {', '.join(repr(u) for u in unknown)}; accepted options are: "
-            + ", ".join(sorted(BY_KEY))
+            f"unknown option(s) {', '.join(_shown_key(u) for u in unknown)}; accepted options "
+            "are: " + ", ".join(sorted(BY_KEY))
         )
     missing = [
         name
@@ -403,8 +425,13 @@ def parse_options(raw_options: dict[str, str]) -> SourceOptions:
             DEFAULT_SERVER_IDS, fields["binlog_parallelism"] + fields["snapshot_parallelism"]
         )
         server_ids = ServerIdRange(DEFAULT_SERVER_ID_FIRST, DEFAULT_SERVER_ID_FIRST + needed - 1)
+    columns = column_policy(
+        [(key, {}, options[key]) for key in COLUMN_LISTS if key in options] + parameterised,
+        secret=options.get("column.mask.hash.secret"),
+    )
     return SourceOptions(
         hostname=options["hostname"],
+        columns=columns,
         username=options["username"],
         **_parse_tls(options),
         database_pattern=options["database-name"],

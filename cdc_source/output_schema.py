@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import (
     BinaryType,
+    DataType,
     LongType,
     StringType,
     StructField,
@@ -11,7 +12,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cdc_source.catalog import TableSchema
+from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy
 from cdc_source.options import METADATA_NAMES, OptionError
 from cdc_source.types import spark_type
 
@@ -67,15 +69,27 @@ def output_metadata(
     return METADATA_NAMES if is_envelope(tables) else tuple(metadata)
 
 
+def column_type(columns: ColumnPolicy, table: TableSchema, column: ColumnSpec) -> DataType:
+    """The Spark type of ``column`` in the output: its own, or a string when hashed."""
+    mask = columns.mask(table, column.name) if columns.masks else None
+    if mask is not None and mask.makes_string:
+        return StringType()
+    return spark_type(column)
+
+
 def output_schema(
-    tables: list[TableSchema] | tuple[TableSchema, ...], metadata: tuple[str, ...] = ()
+    tables: list[TableSchema] | tuple[TableSchema, ...],
+    metadata: tuple[str, ...] = (),
+    columns: ColumnPolicy = ALL_COLUMNS,
 ) -> StructType:
-    """One table: its columns, ``_op``, ``_seq``, ``_ts_ms``, then the ``metadata.list``
-    columns in the order given. Several tables: :data:`ENVELOPE`."""
+    """One table: its columns (those ``columns`` keeps, a hashed one as a string),
+    ``_op``, ``_seq``, ``_ts_ms``, then the ``metadata.list`` columns in the order given.
+    Several tables: :data:`ENVELOPE`."""
     if is_envelope(tables):
         return ENVELOPE
     (table,) = tables
-    names = {c.name for c in table.columns}
+    kept = columns.output_columns(table)
+    names = {c.name for c in kept}
     clash = names & {f.name for f in META_FIELDS}
     if clash:
         raise ValueError(
@@ -90,7 +104,7 @@ def output_schema(
             "rename the column)"
         )
     return StructType(
-        [StructField(c.name, spark_type(c), True) for c in table.columns]
+        [StructField(c.name, column_type(columns, table, c), True) for c in kept]
         + list(META_FIELDS)
         + [METADATA_FIELDS[name] for name in metadata]
     )

@@ -5,6 +5,7 @@ stored value is refused the same way, naming its table, column and value."""
 from __future__ import annotations
 
 TINYINT1_OPTION = "treat-tinyint1-as-boolean.enabled"
+MASKED_VALUE = "(not shown: the column is masked)"
 
 
 class ValueRefusedError(ValueError):
@@ -25,6 +26,21 @@ class ValueRefusedError(ValueError):
         return ValueRefusedError(
             self.column, self.value, self.why, table=table, where=where or self.where
         )
+
+    def hidden(self) -> ValueRefusedError:
+        """This refusal without its value, for a masked column (column.mask.*,
+        column.truncate.*): a masked value reaches no message."""
+        return ValueRefusedError(
+            self.column, MASKED_VALUE, self.why, table=self.table, where=self.where
+        )
+
+
+def masked_failure(column: str, err: Exception) -> ValueRefusedError:
+    """A value of a masked column that could not be converted, told without the value
+    (the conversion's own message may quote it)."""
+    return ValueRefusedError(
+        column, MASKED_VALUE, f"could not be converted to its column's type ({type(err).__name__})"
+    )
 
 
 def boolean_refusal(column: str, value: object) -> ValueRefusedError:

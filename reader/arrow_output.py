@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
-from cdc_source.catalog import TableSchema
+from cdc_source.catalog import ColumnSpec, TableSchema
+from cdc_source.column_masks import Mask
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy
 from cdc_source.offsets import BinlogPosition
 from cdc_source.output_schema import is_envelope, output_metadata, output_schema
-from cdc_source.refusals import ValueRefusedError
+from cdc_source.refusals import ValueRefusedError, masked_failure
 from cdc_source.types import (
     canonical_value,
     json_default,
@@ -74,12 +76,6 @@ class RowOrigins:
         )
 
 
-def _canonical(table: TableSchema, image: dict | None) -> dict | None:
-    if image is None:
-        return None
-    return {c.name: canonical_value(c, image.get(c.name)) for c in table.columns}
-
-
 def _constant(value: pa.Scalar, count: int) -> pa.Array:
     return pc.fill_null(pa.nulls(count, value.type), value)
 
@@ -90,10 +86,15 @@ class ArrowWriter:
         tables: Iterable[TableSchema],
         rows_per_batch: int = ROWS_PER_BATCH,
         metadata: tuple[str, ...] = (),
+        columns: ColumnPolicy = ALL_COLUMNS,
     ):
         self.tables = tuple(tables)
         self.envelope = is_envelope(self.tables)
-        self.arrow_schema = to_arrow_schema(output_schema(self.tables, metadata), timezone="UTC")
+        self.columns = columns
+        self.arrow_schema = to_arrow_schema(
+            output_schema(self.tables, metadata, columns), timezone="UTC"
+        )
+        self._kept: dict[tuple, tuple[tuple[int, ColumnSpec, Mask | None], ...]] = {}
         # The metadata.list columns, last in the schema (all of them in the envelope).
         self.metadata = output_metadata(self.tables, metadata)
         self._base_width = len(self.arrow_schema) - len(self.metadata)
@@ -106,8 +107,56 @@ class ArrowWriter:
         return "row_key" in self.metadata
 
     def column_types(self, table: TableSchema) -> list[pa.DataType]:
-        """The Arrow type of each of ``table``'s columns as the typed output holds it."""
+        """The Arrow type of each of ``table``'s columns as the typed output holds it
+        unmasked (a hash, a string, is taken of the value in this type)."""
         return [to_arrow_type(spark_type(c), timezone="UTC") for c in table.columns]
+
+    def kept(self, table: TableSchema) -> tuple[tuple[int, ColumnSpec, Mask | None], ...]:
+        """The columns of ``table`` the output has (column.include.list and
+        column.exclude.list), each with its index among ``table.columns`` and its mask."""
+        key = (table.database, table.table, table.column_names)
+        if key not in self._kept:
+            excluded = self.columns.excluded_names(table, table.column_names)
+            self._kept[key] = tuple(
+                (index, column, self.columns.mask(table, column.name))
+                for index, column in enumerate(table.columns)
+                if column.name not in excluded
+            )
+        return self._kept[key]
+
+    def output_column(
+        self, table: TableSchema, column: ColumnSpec, mask: Mask | None, convert: Callable
+    ) -> pa.Array:
+        """The output column ``convert()`` gives (canonical values), masked; a refusal of
+        a masked column's value does not show the value."""
+        if mask is None:
+            return convert()
+        try:
+            return mask.column(convert())
+        except ValueRefusedError as err:
+            raise err.hidden() from None
+        except Exception as err:  # noqa: BLE001 - its message may quote the value
+            raise masked_failure(column.name, err).in_table(table.name) from None
+
+    def _output_value(self, column: ColumnSpec, mask: Mask | None, raw) -> object:
+        """One canonical value, masked (the per-row road of :meth:`output_column`)."""
+        if mask is None:
+            return canonical_value(column, raw)
+        try:
+            return mask.value(canonical_value(column, raw))
+        except ValueRefusedError as err:
+            raise err.hidden() from None
+        except Exception as err:  # noqa: BLE001 - its message may quote the value
+            raise masked_failure(column.name, err) from None
+
+    def _image(self, table: TableSchema, image: dict | None) -> dict | None:
+        """A row image as the output holds it: the kept columns, canonical and masked."""
+        if image is None:
+            return None
+        return {
+            column.name: self._output_value(column, mask, image.get(column.name))
+            for _, column, mask in self.kept(table)
+        }
 
     def split(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """``batch`` in slices of at most ``rows_per_batch`` rows."""
@@ -171,6 +220,7 @@ class ArrowWriter:
         """Snapshot rows (``op`` 'r') from the SELECT's text columns (one binary array per
         column of ``table``), typed column by column by Arrow: no per-value Python for
         most types. The envelope schema (several tables) takes the per-row path.
+        ``columns`` are those of :meth:`kept` (the SELECT reads no other).
         ``target``, the position the rows are exact as of, and ``keys``, their key bytes,
         give the metadata columns (needed only when the output has them)."""
         count = len(seqs)
@@ -183,6 +233,7 @@ class ArrowWriter:
             origins = RowOrigins.snapshot(target, keys)
         if not count:
             return
+        kept = self.kept(table)
         if self.envelope:
             values = [column.to_pylist() for column in columns]
             rows = (
@@ -190,7 +241,7 @@ class ArrowWriter:
                     table,
                     "r",
                     None,
-                    {c.name: text_to_python(c, v[i]) for c, v in zip(table.columns, values)},
+                    {c.name: text_to_python(c, v[i]) for (_, c, _), v in zip(kept, values)},
                     seq,
                     ts_ms,
                 )
@@ -198,10 +249,18 @@ class ArrowWriter:
             )
             yield from self.batches(rows, origins)
             return
+        types = self.column_types(table)
         try:
             arrays = [
-                text_column_to_arrow(column, values, field.type)
-                for column, values, field in zip(table.columns, columns, self.arrow_schema)
+                self.output_column(
+                    table,
+                    column,
+                    mask,
+                    lambda column=column, values=values, index=index: text_column_to_arrow(
+                        column, values, types[index]
+                    ),
+                )
+                for (index, column, mask), values in zip(kept, columns)
             ]
         except ValueRefusedError as err:
             raise err.in_table(table.name, f"read by the snapshot as of {target}") from None
@@ -237,8 +296,8 @@ class ArrowWriter:
     def _values(self, row: Emitted) -> list:
         """The output columns of one row (the per-row road)."""
         if self.envelope:
-            before = _canonical(row.table, row.before)
-            after = _canonical(row.table, row.after)
+            before = self._image(row.table, row.before)
+            after = self._image(row.table, row.after)
             image = after if after is not None else before
             # A table reset ('t') has no image and no key: it stands for the whole table.
             key = {} if image is None else {name: image[name] for name in row.table.primary_key}
@@ -255,7 +314,7 @@ class ArrowWriter:
         else:  # typed columns carry one image: the after-image, or a delete's before-image
             image = row.after if row.after is not None else row.before
             image = image or {}  # a table reset ('t'): every column NULL
-            values = [canonical_value(c, image.get(c.name)) for c in row.table.columns]
+            values = list(self._image(row.table, image).values())
             values += [row.op, row.seq, row.ts_ms]
         return values
 

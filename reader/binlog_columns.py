@@ -16,6 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.table_map import Column
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec, TableSchema
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy
 from cdc_source.refusals import ValueRefusedError
 from cdc_source.types import SPARK_MAX_DECIMAL, canonical_json, parse_json, spark_type
 from reader import json_binary
@@ -165,7 +166,10 @@ class ImageColumns:
     row after ``known_at`` in another shape raises :class:`SchemaChangedError`.
 
     Envelope output (not ``strict``): by the block's own columns (``self.schema`` is the
-    table as the event writes it), so images carry the columns their rows had."""
+    table as the event writes it), so images carry the columns their rows had.
+
+    A column ``columns`` leaves out is not decoded (NULL here; the writer drops it), and
+    neither its addition nor its removal is a change of shape."""
 
     def __init__(
         self,
@@ -176,10 +180,16 @@ class ImageColumns:
         strict: bool = True,
         known_at: tuple[int, int] | None = None,
         charsets: CharsetOf | None = None,
+        columns: ColumnPolicy = ALL_COLUMNS,
     ):
         self.block = block
         table_map = block.table_map
-        differences = changes(schema, table_map)
+        # Columns the output leaves out are never decoded, and their changes of shape
+        # (an ALTER adding one) change nothing the output holds.
+        excluded = columns.excluded_names(
+            schema, schema.column_names + tuple(column.name for column in table_map.columns)
+        )
+        differences = changes(schema, table_map, excluded)
         key_change = primary_key_change(schema, table_map)
         if differences and (key_change or (strict and _written_after(block, known_at))):
             raise _changed_error(schema, block, differences, known_at, key_change)
@@ -190,7 +200,10 @@ class ImageColumns:
         self.schema = schema
         self.types = types
         positions = {column.name: i for i, column in enumerate(table_map.columns)}
-        self.positions = [positions.get(spec.name) for spec in schema.columns]
+        self.positions = [
+            None if spec.name in excluded else positions.get(spec.name) for spec in schema.columns
+        ]
+        self.masked = columns.masked_names(schema, schema.column_names)
         # The spec each present column's values are decoded by: the schema's own, or, for a
         # column retyped since the rows were written, the binlog's (then cast).
         self.sources: list[ColumnSpec | None] = []
@@ -222,6 +235,7 @@ class ImageColumns:
             strict=not writer.envelope,
             known_at=schema_known_at(schema, server),
             charsets=charsets,
+            columns=writer.columns,
         )
 
     def column(self, side: str, index: int) -> pa.Array:
@@ -242,6 +256,8 @@ class ImageColumns:
                     else:
                         self._cache[key] = self._retyped(spec, source, column, raw, index)
                 except ValueRefusedError as err:
+                    if spec.name in self.masked:
+                        err = err.hidden()
                     raise err.in_table(self.block.table, self._where()) from None
         return self._cache[key]
 
@@ -269,7 +285,8 @@ class ImageColumns:
                 f"{self.block.table}: values of column {spec.name} written as "
                 f"{source.column_type} (rows ending at binlog position "
                 f"{int(self.block.end_pos[-1])}) cannot be cast to its type now, "
-                f"{spec.column_type}: {err}. Start a new query (new checkpoint location) to "
+                f"{spec.column_type}: {'(not shown: masked)' if spec.name in self.masked else err}."
+                " Start a new query (new checkpoint location) to "
                 "snapshot the table again"
             ) from None
 

@@ -140,7 +140,6 @@ class BinlogReader:
         if schema is None or not schema.columns:  # a table gone before the driver read it
             schema = _from_table_map(block.table, block.table_map, self.charsets)
         images = ImageColumns.for_output(schema, block, writer, self.task.server, self.charsets)
-        types = images.types
         has_before = block.rows.has_before.to_numpy(zero_copy_only=False)
         has_after = block.rows.has_after.to_numpy(zero_copy_only=False)
         update = has_before & has_after
@@ -190,7 +189,10 @@ class BinlogReader:
         if writer.envelope:
             yield from self._envelope(writer, images.schema, images, rows, ops, seq, ts_ms, origins)
             return
-        columns = [image_column(i) for i in range(len(types))]
+        columns = [
+            writer.output_column(schema, column, mask, lambda i=i: image_column(i))
+            for i, column, mask in writer.kept(images.schema)
+        ]
         columns += [pa.array(_OPS[ops].tolist(), pa.string()), seq, ts_ms]
         if origins is not None:
             columns += writer.table_metadata_columns(schema, origins)

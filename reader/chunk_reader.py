@@ -21,6 +21,7 @@ from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import STRING_TYPES, ColumnSpec, TableSchema
 from cdc_source.charsets import is_utf8
 from cdc_source.chunk_key import current_shape
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy
 from cdc_source.gtid import expand
 from cdc_source.key_sql import key_range
 from cdc_source.keys import needs_weight, weight_sql
@@ -147,10 +148,12 @@ def _selected(column: ColumnSpec, name: str) -> str:
     return name
 
 
-def select_sql(chunk: ChunkSpec) -> tuple[str, list]:
+def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[str, list]:
+    """The chunk's SELECT: the columns the output keeps (``columns``; a column left out is
+    not read), then a collation weight per collated key column (:mod:`reader.key_columns`)."""
     schema = chunk.table
     expressions = []
-    for column in schema.columns:
+    for column in columns.output_columns(schema):
         name = quote_ident(column.name)
         expressions.append(_selected(column, name))
     for column in schema.key_columns:
@@ -257,7 +260,10 @@ class ChunkReader:
             if chunk.table.name in gone:
                 result.append(chunk)
                 continue
-            differences = shape_changes(chunk.table, now)
+            ignored = writer.columns.excluded_names(
+                chunk.table, chunk.table.column_names + now.column_names
+            )
+            differences = shape_changes(chunk.table, now, ignored)
             if not differences:
                 result.append(chunk)
             elif writer.envelope and now.primary_key == chunk.table.primary_key:
@@ -357,9 +363,11 @@ class ChunkReader:
             result.append(build(keyed[chunk.table.name], in_key_range(lo, hi)))
         return result, reset
 
-    def _fetches(self, conn: SnapshotConnection, chunk: ChunkSpec) -> Iterator[list[pa.Array]]:
+    def _fetches(
+        self, conn: SnapshotConnection, chunk: ChunkSpec, columns: ColumnPolicy
+    ) -> Iterator[list[pa.Array]]:
         """The SELECT's columns (the server's text), ``fetch_size`` rows at a time."""
-        query, params = select_sql(chunk)
+        query, params = select_sql(chunk, columns)
         try:
             yield from conn.fetch_columns(query, params, self.task.fetch_size)
         except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
@@ -383,10 +391,11 @@ class ChunkReader:
         prefix = snapshot_seq_prefix(
             target.file_number, target.pos, chunk.table_index, target.epoch
         )
-        sort_keys = sort_key_reader(schema)
-        width = len(schema.columns)
+        selected = writer.columns.output_columns(schema)
+        sort_keys = sort_key_reader(schema, tuple(c.name for c in selected))
+        width = len(selected)
         touched = touched_keys(overrides)
-        for columns in self._fetches(conn, chunk):
+        for columns in self._fetches(conn, chunk, writer.columns):
             keys = sort_keys(columns)
             if touched is not None:
                 keep = untouched_rows(keys, touched)

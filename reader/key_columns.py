@@ -159,11 +159,14 @@ def _row_by_row(
     return pa.array(keys, pa.binary())
 
 
-def sort_key_reader(schema: TableSchema) -> Callable[[Sequence[pa.Array]], pa.Array]:
-    """A function from a fetch's columns (the table's columns, then one collation weight
-    per collated key column, as ``chunk_reader.select_sql`` selects them) to the
-    binary column of each row's sort key."""
-    names = schema.column_names
+def sort_key_reader(
+    schema: TableSchema, selected: tuple[str, ...] | None = None
+) -> Callable[[Sequence[pa.Array]], pa.Array]:
+    """A function from a fetch's columns (the table's columns, or those named
+    ``selected`` when the output leaves some out, then one collation weight per collated
+    key column, as ``chunk_reader.select_sql`` selects them) to the binary column of each
+    row's sort key."""
+    names = schema.column_names if selected is None else selected
     positions = [names.index(name) for name in schema.primary_key]
     weight_positions: list[int | None] = []
     next_weight = len(names)

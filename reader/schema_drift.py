@@ -169,13 +169,19 @@ def _quoted(member: str) -> str:
     return "'" + member.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def changes(schema: TableSchema, table_map: TableMap) -> list[str]:
+def changes(
+    schema: TableSchema, table_map: TableMap, ignored: frozenset[str] = frozenset()
+) -> list[str]:
     """Every difference between the query's ``schema`` and the shape ``table_map``
-    writes rows in, readably (empty: the same shape)."""
+    writes rows in, readably (empty: the same shape). Columns named in ``ignored`` (left
+    out of the output by column.exclude.list or column.include.list) may come, go or
+    change type: the output never holds them."""
     found: list[str] = []
     in_event = {column.name: column for column in table_map.columns}
     in_schema = set(schema.column_names)
     for spec in schema.columns:
+        if spec.name in ignored:
+            continue
         column = in_event.get(spec.name)
         if column is None:
             found.append(f"column {spec.name} ({spec.column_type}) is gone")
@@ -184,7 +190,7 @@ def changes(schema: TableSchema, table_map: TableMap) -> list[str]:
         if change:
             found.append(change)
     for column in table_map.columns:
-        if column.name not in in_schema:
+        if column.name not in in_schema and column.name not in ignored:
             found.append(f"column {column.name} ({describe_binlog_column(column)}) was added")
     key_change = primary_key_change(schema, table_map)
     if key_change:
@@ -327,11 +333,16 @@ def known_at(schema: TableSchema, server: str) -> tuple[int, int] | None:
     return schema.read_at
 
 
-def shape_changes(schema: TableSchema, now: TableSchema) -> list[str]:
-    """How the table's shape ``now`` (read from the catalog) differs from ``schema``."""
+def shape_changes(
+    schema: TableSchema, now: TableSchema, ignored: frozenset[str] = frozenset()
+) -> list[str]:
+    """How the table's shape ``now`` (read from the catalog) differs from ``schema``,
+    columns named in ``ignored`` (left out of the output) aside."""
     found: list[str] = []
     current = {spec.name: spec for spec in now.columns}
     for spec in schema.columns:
+        if spec.name in ignored:
+            continue
         other = current.get(spec.name)
         if other is None:
             found.append(f"column {spec.name} ({spec.column_type}) is gone")
@@ -341,7 +352,7 @@ def shape_changes(schema: TableSchema, now: TableSchema) -> list[str]:
             )
     known = set(schema.column_names)
     for spec in now.columns:
-        if spec.name not in known:
+        if spec.name not in known and spec.name not in ignored:
             found.append(f"column {spec.name} ({spec.column_type}) was added")
     if now.primary_key != schema.primary_key and schema.declared_key:
         found.append(

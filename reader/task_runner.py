@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.catalog import TableSchema
+from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy
 from cdc_source.failover import relocate, server_binlog
 from cdc_source.mysql_client import ServerChangedError, connect, server_flavor, server_identity
 from cdc_source.partitions import BinlogTask, ChunkTask, TableResetTask
@@ -28,8 +29,10 @@ def run_task(
     tables: tuple[TableSchema, ...],
     policy: RetryPolicy | None = None,
     metadata: tuple[str, ...] = (),
+    columns: ColumnPolicy = ALL_COLUMNS,
 ) -> Iterator[pa.RecordBatch]:
-    """The task's batches (with the ``metadata.list`` columns ``metadata``); transient
+    """The task's batches (with the ``metadata.list`` columns ``metadata``, the columns
+    and masks of ``columns``); transient
     faults are retried within ``policy`` (a task that still fails is retried whole by
     Spark, up to ``spark.task.maxFailures``).
 
@@ -38,11 +41,11 @@ def run_task(
     emits anything (:func:`relocated`); a task that had emitted rows fails, and Spark's
     next attempt relocates it from the start."""
     if isinstance(task, TableResetTask):  # no server: nothing to relocate
-        yield from _batches(task, connection_kwargs, tables, policy, metadata)
+        yield from _batches(task, connection_kwargs, tables, policy, metadata, columns)
         return
     emitted = False
     try:
-        for batch in _batches(task, connection_kwargs, tables, policy, metadata):
+        for batch in _batches(task, connection_kwargs, tables, policy, metadata, columns):
             emitted = True
             yield batch
         return
@@ -50,7 +53,7 @@ def run_task(
         if emitted:
             raise
     moved = relocated(task, connection_kwargs, policy)
-    yield from _batches(moved, connection_kwargs, tables, policy, metadata)
+    yield from _batches(moved, connection_kwargs, tables, policy, metadata, columns)
 
 
 def relocated(
@@ -92,8 +95,9 @@ def _batches(
     tables: tuple[TableSchema, ...],
     policy: RetryPolicy | None,
     metadata: tuple[str, ...] = (),
+    columns: ColumnPolicy = ALL_COLUMNS,
 ) -> Iterator[pa.RecordBatch]:
-    writer = ArrowWriter(tables, metadata=metadata)
+    writer = ArrowWriter(tables, metadata=metadata, columns=columns)
     if isinstance(task, TableResetTask):
         return table_resets(task, writer)
     if isinstance(task, BinlogTask):

@@ -205,3 +205,23 @@ def test_earlier_values_that_do_not_fit_a_retyped_column_are_an_error(decoder):
     images = ImageColumns(schema, block, _types(schema), known_at=position)
     with pytest.raises(SchemaChangedError, match="cannot be cast to its type now"):
         images.column("after", 1)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_a_column_the_output_leaves_out_may_come_and_go_without_stopping_a_typed_read(decoder):
+    """Rows written after the schema was read, in a shape that differs only in excluded
+    columns (name gone, note added): the typed read goes on, and an excluded column is
+    never converted (NULL in the images; the writer drops it)."""
+    from cdc_source.column_policy import ColumnPolicy
+
+    block = _old_shape_block(decoder)
+    before = (int(block.file_number[0]), int(block.end_pos[0]) - 1)
+    schema = _schema(ID, NAME, _spec("qty", "int", "int(11)"), read_at=before)
+    policy = ColumnPolicy(exclude=(r"shop\.orders\.(name|note)",))
+    images = ImageColumns(schema, block, _types(schema), known_at=before, columns=policy)
+    assert images.python_images("after") == [
+        {"id": 1, "name": None, "qty": 7},
+        {"id": 2, "name": None, "qty": None},
+    ]
+    with pytest.raises(SchemaChangedError, match="column note"):
+        ImageColumns(schema, block, _types(schema), known_at=before)
