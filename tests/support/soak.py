@@ -1,18 +1,23 @@
-"""A long run under a steady write load with a fault every few minutes, sampling memory and
-offsets; ends with an exact rebuild. The suite runs a short version (test_soak.py); as a
-program it runs 30 minutes, measurement only:
-
-    python -m tests.support.soak                       # 30 minutes, a fault every 3 minutes
-    python -m tests.support.soak --minutes 10 --fault-every 60
+"""A long run under a steady write load with faults at random (seeded) moments, sampling
+memory and offsets; ends with an exact rebuild. The suite runs a short version
+(test_soak.py); ``python bench/soak.py`` runs it for 30 minutes on either server,
+measurement only.
 
 Spark runs on local[2,4] there (a failed task is retried, as on a cluster); it prints one
-line per sample and a summary, and writes the results to bench/results/soak-<time>.json.
+line per sample, one per fault with the lag it caused, and a summary, and writes the
+results to bench/results/soak-<time>.json.
 
-Faults, in turn: the server SIGKILLed and restarted on its data directory, every source
-connection reset by the proxy in front of the server, every Spark Python worker killed.
+Faults, each kind in turn in an order the seed shuffles, at gaps drawn from the seed
+around ``fault_every``: the server SIGKILLed and restarted on its data directory, every
+source connection reset by the proxy in front of the server, every Spark Python worker
+killed, the query stopped and started again from its checkpoint (a driver restart), and
+the binlog rotated with the files the stream has committed past purged (within the
+retention the source needs). A fault's lag is how long the stream took to commit past
+the binlog head as it was when the fault struck.
+
 Sampled: the RSS of the driver-side source process (the Python process Spark runs the
 offset methods in; it writes its pid to ``CDC_MYSQL_STATE_DIR``), the largest RSS among
-the Python workers, the JVM's RSS, and the size of the last offset.
+the Python workers, the JVM's RSS, the server's, and the size of the last offset.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -33,13 +39,21 @@ from tests.support.server import TestServer
 from tests.support.streams import (
     StreamRun,
     committed_batches,
+    committed_position,
     read_output,
+    server_head,
     source_offsets,
     wait_caught_up,
 )
 from tests.support.workload import AUTO_INCREMENT, check_exactly_once, load
 
-FAULTS = ("server restart", "connections cut", "workers killed")
+FAULTS = (
+    "server restart",
+    "connections cut",
+    "workers killed",
+    "driver restart",
+    "binlog rotated and purged",
+)
 
 
 @dataclass
@@ -49,20 +63,32 @@ class Sample:
     driver_mib: float
     worker_mib: float
     jvm_mib: float
+    server_mib: float
     offset_bytes: int
 
     def line(self) -> str:
         return (
             f"{self.seconds:7.0f} s  batches {self.batches:5d}  driver {self.driver_mib:6.1f} MiB"
             f"  worker {self.worker_mib:6.1f} MiB  jvm {self.jvm_mib:7.1f} MiB"
-            f"  offset {self.offset_bytes:4d} B"
+            f"  server {self.server_mib:6.1f} MiB  offset {self.offset_bytes:4d} B"
         )
+
+
+@dataclass
+class Fault:
+    """One fault: when (seconds into the run), which, and the stream's lag after it (the
+    seconds until it committed past the head seen when it struck; None if it never did)."""
+
+    seconds: float
+    kind: str
+    head: tuple[int, int]
+    lag: float | None = None
 
 
 @dataclass
 class SoakReport:
     samples: list[Sample] = field(default_factory=list)
-    faults: list[tuple[float, str]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
     rows: int = 0
     writes: int = 0
     still_running: bool = False
@@ -109,6 +135,26 @@ def _jvm_mib() -> float:
     return total
 
 
+def _server_mib(server: TestServer) -> float:
+    process = getattr(server.embedded, "process", None) if server.embedded else None
+    return rss_mib(process.pid) if process is not None and process.poll() is None else 0.0
+
+
+def fault_plan(seed: int, seconds: float, fault_every: float) -> list[tuple[float, str]]:
+    """When each fault strikes and which: every kind once per round, the rounds' order
+    shuffled by ``seed``, the gaps drawn between half and one and a half ``fault_every``."""
+    rng = random.Random(seed)
+    plan, at, kinds = [], 0.0, []
+    while True:
+        at += rng.uniform(0.5, 1.5) * fault_every
+        if at >= seconds:
+            return plan
+        if not kinds:
+            kinds = list(FAULTS)
+            rng.shuffle(kinds)
+        plan.append((at, kinds.pop()))
+
+
 def _offset_bytes(checkpoint: Path) -> int:
     offsets = source_offsets(checkpoint)
     if not offsets:
@@ -127,9 +173,11 @@ def run_soak(
     writes_per_second: float = 200.0,
     sample_every: float = 10.0,
     say: Callable[[str], None] = print,
+    seed: int = 1,
 ) -> SoakReport:
-    """Stream a table for ``seconds`` with a fault every ``fault_every`` seconds, then let
-    the same query catch up with the head and check the output against the table."""
+    """Stream a table for ``seconds`` with faults about every ``fault_every`` seconds
+    (:func:`fault_plan`), then let the query catch up with the head and check the output
+    against the table."""
     database = server.fresh_database("soak")
     load(server, database, AUTO_INCREMENT, rows)
     proxy = CuttingProxy(server.info.port, interval=10**9, target_host=server.info.host).start()
@@ -143,18 +191,22 @@ def run_soak(
     writer.start()
     query = run.start()
     began = time.monotonic()
-    next_sample, next_fault, fault_index = 0.0, fault_every, 0
+    plan = fault_plan(seed, seconds, fault_every)
+    next_sample = 0.0
     try:
         while (now := time.monotonic() - began) < seconds:
             if not query.isActive:
                 raise AssertionError(f"the query died at {now:.0f} s: {query.exception()}")
-            if now >= next_fault:
-                kind = FAULTS[fault_index % len(FAULTS)]
-                _inject(kind, server, proxy)
-                report.faults.append((now, kind))
+            if plan and now >= plan[0][0]:
+                _, kind = plan.pop(0)
+                fault = Fault(now, kind, server_head(server))
+                query = _inject(kind, server, proxy, run, query)
+                report.faults.append(fault)
                 say(f"{now:7.0f} s  fault: {kind}")
-                fault_index += 1
-                next_fault += fault_every
+            for fault in report.faults:
+                if fault.lag is None and committed_position(run.checkpoint) >= fault.head:
+                    fault.lag = time.monotonic() - began - fault.seconds
+                    say(f"{now:7.0f} s  caught up {fault.lag:.1f} s after the {fault.kind}")
             if now >= next_sample:
                 pid = _driver_pid(state_dir)
                 sample = Sample(
@@ -163,6 +215,7 @@ def run_soak(
                     rss_mib(pid) if pid else 0.0,
                     _workers_mib(),
                     _jvm_mib(),
+                    _server_mib(server),
                     _offset_bytes(run.checkpoint),
                 )
                 report.samples.append(sample)
@@ -172,6 +225,9 @@ def run_soak(
         writer.stop()
         wait_caught_up(server, run.checkpoint, query, 300)
         report.still_running = query.isActive
+        for fault in report.faults:
+            if fault.lag is None:  # caught up at the end: the lag is at most that long
+                fault.lag = time.monotonic() - began - fault.seconds
     finally:
         writer.stop()
         query.stop()
@@ -179,24 +235,44 @@ def run_soak(
     output = read_output(spark, run.out)
     check_exactly_once(server, database, AUTO_INCREMENT, output)
     report.rows, report.writes = len(output), writer.operations
+    longest_lag = max((f.lag or 0.0 for f in report.faults), default=0.0)
     say(
         f"exact: {report.rows} rows for {report.writes} writes and {rows} loaded rows; "
-        f"{len(report.faults)} faults; driver RSS growth {report.growth('driver_mib'):+.1f} MiB, "
+        f"{len(report.faults)} faults, the longest lag after one {longest_lag:.1f} s; "
+        f"driver RSS growth {report.growth('driver_mib'):+.1f} MiB, "
         f"worker {report.growth('worker_mib'):+.1f} MiB, "
         f"offset {report.growth('offset_bytes'):+.0f} B"
     )
     return report
 
 
-def _inject(kind: str, server: TestServer, proxy: CuttingProxy) -> None:
+def _inject(kind: str, server: TestServer, proxy: CuttingProxy, run: StreamRun, query):
+    """Strikes one fault; returns the running query (a new one after a driver restart)."""
     if kind == "server restart":
         server.embedded.kill()
         time.sleep(3)
         server.embedded.restart()
     elif kind == "connections cut":
         proxy.cut()
-    else:
+    elif kind == "workers killed":
         kill_python_workers()
+    elif kind == "driver restart":
+        query.stop()
+        query = run.start()
+    else:
+        _rotate_and_purge(server, run.checkpoint)
+    return query
+
+
+def _rotate_and_purge(server: TestServer, checkpoint: Path) -> None:
+    """A new binlog file, and every file before the one the last committed batch ended in
+    purged: the stream never reads behind its committed position again."""
+    server.execute("FLUSH BINARY LOGS")
+    file_number, _ = committed_position(checkpoint)
+    if file_number:
+        head_file, _ = server.binlog_head()
+        base = head_file.rsplit(".", 1)[0]
+        server.execute(f"PURGE BINARY LOGS TO '{base}.{file_number:06d}'")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-every", type=float, default=180.0, help="seconds")
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--writes-per-second", type=float, default=200.0)
+    parser.add_argument("--seed", type=int, default=1, help="picks the faults' order and moments")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="cdc-mysql-soak-"))
@@ -233,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             args.fault_every,
             rows=args.rows,
             writes_per_second=args.writes_per_second,
+            seed=args.seed,
         )
     finally:
         server.stop()
