@@ -7,11 +7,14 @@ the peak RSS of the Python driver and of Spark's JVM. Measurement only.
 
 Each run is a fresh process (its own Spark, ``local[2]``), an availableNow query whose
 snapshot is one batch (``scan.snapshot.rows-per-batch`` twice the table's rows, the byte
-budget out of the way). The Python driver's peak RSS (``VmHWM``) is the slice the sink
-holds (``slice_rows``, the same for both sizes) plus delta-rs's MERGE, whose memory grows
-with the target table, which here is as large as the batch (docs/design.md, 'The lake
-sink'). The table, ``lakebench.orders`` on a throwaway MariaDB, has an INT key, three VARCHARs, a
-DECIMAL, an INT and a DATETIME, every value a function of the key.
+budget out of the way); then 20,000 rows spread over the table are updated and a second
+query on the same checkpoint reads them as one binlog batch. The Python driver's peak RSS
+(``VmHWM``) of the snapshot batch is the slice the sink holds (``slice_rows``, the same
+for both sizes): its slices of snapshot reads are appended, not merged. The binlog batch
+is merged, and delta-rs's MERGE takes memory that grows with the target table
+(docs/design.md, 'The lake sink'). The table, ``lakebench.orders`` on a throwaway
+MariaDB, has an INT key, three VARCHARs, a DECIMAL, an INT and a DATETIME, every value a
+function of the key.
 """
 
 from __future__ import annotations
@@ -109,23 +112,44 @@ def load(server, rows: int) -> None:
         conn.commit()
 
 
-def run(server, rows: int, sink: str) -> dict:
+CHANGES = 20_000  # rows the binlog batch updates, whatever the table's size
+
+
+def change(server, rows: int) -> None:
+    """Updates ``CHANGES`` rows spread over the whole key range, in one transaction."""
+    step = max(1, rows // CHANGES)
+    with server.info.admin_connect() as conn, conn.cursor() as cur:
+        cur.execute(f"UPDATE {DATABASE}.orders SET qty = qty + 1 WHERE id % {step} = 0")
+        conn.commit()
+
+
+def run(server, rows: int, sink: str) -> tuple[dict, dict]:
+    """The snapshot batch of ``rows`` rows, then (same checkpoint and table, a new query)
+    one binlog batch of ``CHANGES`` updates merged into the table the snapshot wrote."""
     options = {
         **server.info.source_options(),
         "database-name": DATABASE,
         "table-name": rf"{DATABASE}\.orders",
         "scan.snapshot.rows-per-batch": str(2 * rows),  # chunks count at their full size
         "scan.snapshot.bytes-per-batch": str(2**40),
+        "metadata.list": "row_key",  # what the lake tables match rows on (both sinks carry it)
     }
     with tempfile.TemporaryDirectory(prefix="lake-bench-") as out:
-        done = subprocess.run(
-            [sys.executable, "-c", RUN.format(repo=str(REPO)), json.dumps(options), sink, out],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+        snapshot = _query(options, sink, out, f"{sink} at {rows} rows")
+        change(server, rows)
+        changes = _query(options, sink, out, f"{sink}, changes into {rows} rows")
+    return snapshot, changes
+
+
+def _query(options: dict, sink: str, out: str, what: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN.format(repo=str(REPO)), json.dumps(options), sink, out],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     if done.returncode:
-        raise RuntimeError(f"{sink} at {rows} rows failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{what} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -140,18 +164,20 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         for rows in (int(r) for r in args.rows.split(",")):
-            load(server, rows)
             for sink in sinks:
-                result = {"rows_asked": rows, "sink": sink, **run(server, rows, sink)}
-                results.append(result)
-                print(
-                    f"{rows:>9,} rows, {sink:>8}: {result['rows']:,} rows in "
-                    f"{result['batches']} batch(es), {result['seconds']:.1f} s "
-                    f"({result['rows'] / result['seconds']:,.0f} rows/s); peak RSS: Python "
-                    f"driver {result['driver_peak_mib']:.0f} MiB, JVM "
-                    f"{result['jvm_peak_mib']:.0f} MiB",
-                    flush=True,
-                )
+                load(server, rows)  # each sink's changes start from the same table
+                snapshot, changes = run(server, rows, sink)
+                for kind, result in (("snapshot", snapshot), ("changes", changes)):
+                    result = {"rows_asked": rows, "sink": sink, "batch": kind, **result}
+                    results.append(result)
+                    print(
+                        f"{rows:>9,} rows, {sink:>8}, {kind:>8} batch: {result['rows']:,} rows "
+                        f"in {result['batches']} batch(es), {result['seconds']:.1f} s "
+                        f"({result['rows'] / result['seconds']:,.0f} rows/s); peak RSS: "
+                        f"Python driver {result['driver_peak_mib']:.0f} MiB, JVM "
+                        f"{result['jvm_peak_mib']:.0f} MiB",
+                        flush=True,
+                    )
     finally:
         server.stop()
     out = REPO / "bench" / "results"
