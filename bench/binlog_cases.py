@@ -1,7 +1,10 @@
-"""The binlog phase under three shapes of writes, each measured four ways in one run:
+"""The binlog phase under three shapes of writes, each measured five ways in one run:
 
 - ``cdc-mysql``: the source in Spark (availableNow on a checkpoint pinned before the
   writes, so the query reads exactly the range), into the noop sink;
+- ``following while written``: the source in Spark already following the head when the
+  same shape of changes is written again, every batch planned from the follower
+  (:func:`measure_following`);
 - ``reader, no Spark``: one binlog task of the source in this process (``run_task``):
   transport, decoding, ownership, ``_seq`` and Arrow output, without Spark around it;
 - ``decode only``: the range reader's decoded change blocks, no output conversion;
@@ -165,6 +168,7 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         batch_ms / 1000,
         {"load_1m": round(load, 2), "from": "sum of triggerExecution of the query's batches"},
     )
+    following = measure_following(bench, spark, shape, table_rows)
     reader = _in_process(bench, shape.table, start, end, decode_only=False)
     decode = _in_process(bench, shape.table, start, end, decode_only=True)
     load = load_average()
@@ -174,12 +178,15 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         f"Binlog, {shape.label}: {shape.changes:,} updated rows "
         f"({size_bytes / 1e6:.1f} MB of binlog)"
     )
-    runs = [run, query, reader, decode]
+    runs = [run, query, following, reader, decode]
     text = "\n".join(
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
             _driver_cpu(query, by_passes, shape.changes),
+            f"following while written: the writer took {following.details['writer_seconds']} s, "
+            f"the stream ended {following.details['lag_after_writer_s']} s after it, in "
+            f"{following.details['batches_with_rows']} batches with rows",
         ]
     )
     return text, {
@@ -189,6 +196,72 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         "follower_off": by_passes.to_json(),
         "peers": [peer.to_json()],
     }
+
+
+def _committed_binlog(query) -> tuple[int, int]:
+    """(file number, position) the query's last finished batch ended at; (0, 0) before."""
+    progress = query.lastProgress
+    if not progress or not progress["sources"]:
+        return (0, 0)
+    end = progress["sources"][0].get("endOffset")
+    end = json.loads(end) if isinstance(end, str) else end
+    binlog = (end or {}).get("binlog")
+    if not binlog:
+        return (0, 0)
+    return int(binlog["file"].rsplit(".", 1)[1]), int(binlog["pos"])
+
+
+def measure_following(bench, spark, shape: Shape, table_rows: int) -> Measurement:
+    """The stream already following when the changes are written: a query (processing
+    time 0, the noop sink) idle at the head, then ``shape``'s changes written; rows over the
+    seconds from the first write until a batch has ended at the last one's position. Every
+    batch is planned from the follower. The writer's own time is in the details: a stream
+    that keeps up ends soon after it."""
+    options = bench.source_options(shape.table, **{"scan.startup.mode": "latest-offset"})
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    query = (
+        spark.readStream.format("cdc-mysql")
+        .options(**options)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", bench.checkpoint())
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while query.lastProgress is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        before = len(query.recentProgress)
+        load = load_average()
+        with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+            began = time.perf_counter()
+            written = update_rows(cur, shape.table, table_rows, shape.changes, shape.rows_per_txn)
+            file, pos = _head(cur)
+        end = (int(file.rsplit(".", 1)[1]), pos)
+        while _committed_binlog(query) < end:
+            if time.monotonic() > deadline + 600 or query.exception() is not None:
+                raise RuntimeError(f"the following stream did not reach {end}: {query.exception()}")
+            time.sleep(0.05)
+        seconds = time.perf_counter() - began
+        progress = query.recentProgress[before:]
+    finally:
+        query.stop()
+    rows = sum(int(p.numInputRows) for p in progress)
+    busy = [p for p in progress if p.numInputRows]
+    return Measurement(
+        "cdc-mysql in Spark, following while written",
+        "cdc-mysql",
+        rows,
+        seconds,
+        {
+            "load_1m": round(load, 2),
+            "writer_seconds": round(written, 2),
+            "lag_after_writer_s": round(seconds - written, 2),
+            "batches_with_rows": len(busy),
+            "from": "first write to a batch ending at the last write's position",
+        },
+    )
 
 
 def _driver_cpu(followed: Measurement, by_passes: Measurement, changes: int) -> str:
