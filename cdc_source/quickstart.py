@@ -91,11 +91,16 @@ def read_delta(spark, table_path: str, mode: str):
     current parquet files: a mirror as it is, a history's current versions, a change
     log replayed."""
     from deltalake import DeltaTable
+    from pyspark.sql import functions as F
 
     files = DeltaTable(table_path).file_uris()
     table = spark.read.parquet(*files)
-    if mode == "append":
-        return _latest(table.where("_op != 't'")).drop("_key")
+    if mode == "append":  # the changes after the last reset, folded
+        last_reset = table.where("_op = 't'").agg(F.max("_seq")).first()[0]
+        changes = table.where("_op != 't'")
+        if last_reset is not None:
+            changes = changes.where(F.col("_seq") > last_reset)
+        return _latest(changes).drop("_key")
     if mode == "history":
         table = table.where("is_current").drop("valid_from", "valid_to", "is_current")
     return table.drop("_seq", "_key")
