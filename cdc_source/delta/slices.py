@@ -5,7 +5,7 @@ partitioned by ``_seq`` into about one partition per ``rows`` rows and sorted wi
 each partition leaves the executors as Arrow IPC streams (one per Arrow batch of
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows), which the driver reads one
 partition at a time (``toLocalIterator``) and cuts every ``rows`` rows. The Python driver
-holds at most one slice and the next one's first part; Spark's driver one partition, about
+holds at most one slice and the rows gathered for the next; Spark's driver one partition, about
 a slice (range partitioning samples the batch, so partitions are near, not exactly, equal).
 """
 
@@ -48,7 +48,9 @@ def arrow_batches(batch_df, rows: int) -> Iterator[pa.Table]:
 
 def cut(tables: Iterable[pa.Table], rows: int) -> Iterator[tuple[int, pa.Table, bool]]:
     """``tables`` as slices of ``rows`` rows (the last one fewer), each with its index and
-    whether it is the last: ``(index, slice, last)``."""
+    whether it is the last: ``(index, slice, last)``. A full slice is handed on as soon as
+    a row after it arrives (then it is not the last), so at most one slice and the rows
+    gathered for the next are held."""
     if rows < 1:
         raise ValueError(f"a slice needs at least one row, not {rows}")
     pending: list[pa.Table] = []
@@ -56,15 +58,22 @@ def cut(tables: Iterable[pa.Table], rows: int) -> Iterator[tuple[int, pa.Table, 
     index = 0
     ready: pa.Table | None = None
     for table in tables:
+        if not table.num_rows:
+            continue
+        if ready is not None:  # rows follow it: not the last
+            yield index, ready, False
+            index, ready = index + 1, None
         pending.append(table)
         count += table.num_rows
         while count >= rows:
-            whole = pa.concat_tables(pending)
-            if ready is not None:
+            if ready is not None:  # cut in this loop, and rows follow it
                 yield index, ready, False
-                index += 1
+                index, ready = index + 1, None
+            whole = pa.concat_tables(pending)
+            pending = []
             ready = whole.slice(0, rows).combine_chunks()
             rest = whole.slice(rows)
+            del whole
             pending, count = ([rest] if rest.num_rows else []), rest.num_rows
     if count:
         if ready is not None:

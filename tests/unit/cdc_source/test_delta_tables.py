@@ -10,6 +10,8 @@ import datetime as dt
 import deltalake
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.delta.change_log import ChangeLogTable
@@ -92,6 +94,41 @@ def test_a_batch_is_cut_into_slices_of_the_size_asked_the_last_one_marked():
     assert list(cut([], 5)) == []
     with pytest.raises(ValueError):
         list(cut(tables, 0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 12), max_size=12), rows=st.integers(1, 9))
+def test_a_cut_keeps_every_row_in_order_in_slices_of_the_size_asked(sizes, rows):
+    """The slices are the rows in order, ``rows`` each but the last, which alone is marked."""
+
+    def tables():
+        first = 0
+        for size in sizes:
+            yield pa.table({"x": list(range(first, first + size))})
+            first += size
+
+    total = sum(sizes)
+    seen = []
+    for index, part, last in cut(tables(), rows):
+        assert index == len(seen)
+        assert last == (len(seen) * rows + part.num_rows == total)
+        assert part.num_rows == rows or last
+        seen.append(part.column("x").to_pylist())
+    assert [x for part in seen for x in part] == list(range(total))
+
+
+def test_a_full_slice_leaves_at_the_first_row_after_it_not_when_the_next_is_full():
+    read = []
+
+    def tables():
+        for x in range(10):
+            read.append(x)
+            yield pa.table({"x": [x]})
+
+    slices = cut(tables(), 3)
+    index, first, last = next(slices)
+    assert (index, first.column("x").to_pylist(), last) == (0, [0, 1, 2], False)
+    assert read == [0, 1, 2, 3]  # one row past it read: the next slice is not gathered yet
 
 
 def test_each_arrow_batch_leaves_the_executors_as_one_ipc_stream_read_back_equal():
