@@ -370,10 +370,13 @@ class RangeReader:
 
 def removed_rows_of(change: TableChange, tables: set[str]) -> list[str]:
     """The tables of ``tables`` whose rows ``change`` removes without row events (a
-    TRUNCATE, DROP, RENAME away, partition drop or truncate, DROP DATABASE)."""
+    TRUNCATE, DROP, RENAME away, partition drop or truncate, DROP DATABASE), or replaces
+    by another table's (a tool's swap: a task without a table follow does not judge
+    whether it keeps the table, so it is what its renames are)."""
     if change.kind == "drop_database":
         return sorted(t for t in tables if t.split(".", 1)[0] == change.table)
-    if change.kind in ("drop", "truncate", "rename", "partition") and change.table in tables:
+    kinds = ("drop", "truncate", "rename", "partition", "swap")
+    if change.kind in kinds and change.table in tables:
         return [change.table]
     return []
 
