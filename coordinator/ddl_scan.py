@@ -132,7 +132,10 @@ class RangeStatements(Listener):
                 reason = near_miss(changes)
                 if reason is not None:
                     log.info(
-                        "%s: %s; the tables it renames leave and join again", event.where, reason
+                        "%s: %s; read as renames: a captured table among them leaves and "
+                        "joins again",
+                        event.where,
+                        reason,
                     )
                 changes = swap_changes(changes)
             self.found.extend(PlacedChange(where, change) for change in changes)

@@ -73,7 +73,7 @@ class RangeEffect:
     left: tuple[str, ...] = ()  # tables no longer captured (dropped, renamed away)
     joined: tuple[str, ...] = ()  # tables that joined (created, renamed in)
     swapped: tuple[str, ...] = ()  # tables a tool's swap changed the schema of, kept owned
-    # tables whose swap left and joined them again: not owned entirely at the swap
+    # captured tables whose swap left and joined them again: not owned entirely at the swap
     unswapped: tuple[str, ...] = ()
 
 
@@ -203,7 +203,8 @@ class _Sets:
         if name in self.owned and (fully_owned(name, cursor) or name in self.streamed):
             self.swapped.append(name)
             return
-        self.unswapped.append(name)
+        if self.has(name):
+            self.unswapped.append(name)
         self.apply(TableChange("rename", name, change.aside), cursor, matches)
         self.apply(TableChange("rename", change.new_name or "", name), cursor, matches)
 

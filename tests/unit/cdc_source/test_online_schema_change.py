@@ -159,6 +159,12 @@ def test_the_swap_of_a_joining_table_starts_its_snapshot_again():
     assert after.added is None and set(after.pending) == {"db.t", "db.u"}
 
 
+def test_the_swap_of_a_table_not_captured_changes_nothing():
+    change = swap("db.x", "db._x_gho", "db._x_del")
+    start = Membership(frozenset({"db.t"}))
+    assert start.apply([change], None, matches) == (start, start.apply([], None, matches)[1])
+
+
 def test_tables_at_undoes_a_swap():
     change = swap("db.t", "db._t_gho", "db._t_del")
     assert tables_at({"db.t", "db._t_del"}, [change]) == {"db.t", "db._t_gho"}
