@@ -38,6 +38,18 @@ def test_a_gh_ost_swap_in_one_rename_is_a_schema_change_of_the_table():
     )
 
 
+def test_gh_osts_own_cut_over_statement_is_a_swap():
+    statement = "rename /* gh-ost */ table `db`.`t` to `db`.`_t_del`, `db`.`_t_gho` to `db`.`t`"
+    assert swap_changes(table_changes(statement, "other")) == (
+        swap("db.t", "db._t_gho", "db._t_del"),
+    )
+
+
+def test_a_swap_logged_in_another_case_is_recognised_under_lower_case_table_names():
+    changes = table_changes("RENAME TABLE T TO _T_DEL, _T_GHO TO T", "DB", lower_case_names=True)
+    assert swap_changes(changes) == (swap("db.t", "db._t_gho", "db._t_del"),)
+
+
 def test_a_pt_online_schema_change_swap_in_one_rename_is_a_schema_change_of_the_table():
     assert read("RENAME TABLE `db`.`t` TO `db`.`_t_old`, `db`.`_t_new` TO `db`.`t`") == (
         swap("db.t", "db._t_new", "db._t_old"),
