@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from cdc_source.chunk_key import ChunkKeyColumns
 from cdc_source.column_policy import ALL_COLUMNS, ColumnPolicy, column_policy
+from cdc_source.online_schema_change import is_shadow_table
 from cdc_source.option_spec import (  # noqa: F401  (re-exported: the options' constants)
     BINLOG_ONLY_MODES,
     DEFAULT_BINLOG_PARALLELISM,
@@ -117,6 +118,7 @@ class SourceOptions:
     metadata: tuple[str, ...] = ()  # metadata.list, in the order given
     chunk_keys: ChunkKeyColumns | None = None  # scan.incremental.snapshot.chunk.key-column
     tinyint1_as_boolean: bool = True  # treat-tinyint1-as-boolean.enabled
+    online_schema_changes: bool = False  # scan.parse.online.schema.changes.enabled
     # column.include.list, column.exclude.list, column.mask.*, column.truncate.* (its
     # masks' salts are kept out of repr)
     columns: ColumnPolicy = ALL_COLUMNS
@@ -180,6 +182,8 @@ class SourceOptions:
     def matches(self, database: str, table: str) -> bool:
         if not re.fullmatch(self.database_pattern, database):
             return False
+        if self.online_schema_changes and is_shadow_table(table):
+            return False  # an online schema-change tool's copy (cdc_source.online_schema_change)
         if self.flink_table_form:
             return bool(re.fullmatch(self.table_pattern, table))
         return bool(re.fullmatch(self.table_pattern, f"{database}.{table}"))

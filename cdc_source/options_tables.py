@@ -58,6 +58,41 @@ TABLES_OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "scan.parse.online.schema.changes.enabled",
+        kind="boolean",
+        field="online_schema_changes",
+        parse=values.boolean,
+        default=False,
+        shown_default="`false`",
+        summary=(
+            "true or false (default; Flink CDC's option): whether the cut-over of gh-ost or "
+            "pt-online-schema-change (RENAME TABLE t TO _t_del, _t_gho TO t, or t TO _t_old, "
+            "_t_new TO t, in one statement) is a schema change of t that keeps the rows "
+            "already emitted, instead of t leaving and joining again with a new snapshot; the "
+            "tools' own tables (_t_gho, _t_ghc, _t_del, _t_new, _t_old) are then never captured"
+        ),
+        manual=(
+            "Flink CDC's option. `true`: the cut-over of **gh-ost** (`RENAME TABLE t TO "
+            "_t_del, _t_gho TO t`) or **pt-online-schema-change** (`RENAME TABLE t TO _t_old,"
+            " _t_new TO t`), in **one** statement, in one database, of a table the stream "
+            "owns entirely, is a **schema change of `t`**: no `t` row, no new snapshot; the "
+            "stream goes on with the new table's columns (typed output stops with the usual "
+            "'restart the query (same checkpoint)' error, and the restart goes on without "
+            "reading `t` again; the envelope goes on by itself). This relies on the tools' "
+            "cut-over guarantee that the shadow table holds exactly `t`'s rows at the swap: "
+            "gh-ost applies every change of `t` to `_t_gho` and renames both under a lock on "
+            "`t`; pt-online-schema-change's triggers write each change of `t` to `_t_new` in "
+            "the same transaction, and the RENAME is atomic. A swap by another tool or by "
+            "hand that does not keep that guarantee loses or keeps stale rows. Any other "
+            "rename of such names (two RENAME statements, a shadow named otherwise, a table "
+            "whose snapshot is not done) is a table leaving and joining as with `false`, "
+            "and the driver logs why. The tools' tables `_<t>_gho`, `_<t>_ghc`, `_<t>_del`, "
+            "`_<t>_new`, `_<t>_old` are never captured while this is `true`, whatever "
+            "`table-name` matches (their rows are copies of `t`'s). `false`: a swap is `t` "
+            "renamed away (a `t` row) and the shadow renamed in, snapshotted again in full"
+        ),
+    ),
+    Option(
         "metadata.list",
         kind="names, comma-separated",
         field="metadata",

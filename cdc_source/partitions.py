@@ -37,6 +37,8 @@ class ChunkTask:
     server_flavor: str = "mariadb"  # mysql or mariadb
     gtid_wait_timeout: int = 60
     lower_case_names: bool = False  # lower_case_table_names=1 (cdc_source.binlog.ddl)
+    # scan.parse.online.schema.changes.enabled (cdc_source.online_schema_change)
+    online_schema_changes: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ class BinlogTask:
     # (coordinator.table_set): every row of a new table comes after it.
     streamed_from_creation: tuple[TableSchema, ...] = ()
     lower_case_names: bool = False  # lower_case_table_names=1 (cdc_source.binlog.ddl)
+    # scan.parse.online.schema.changes.enabled (cdc_source.online_schema_change)
+    online_schema_changes: bool = False
 
 
 @dataclass(frozen=True)

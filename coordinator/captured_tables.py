@@ -161,6 +161,20 @@ class CapturedTables:
             log.info("%s is no longer captured: dropped or renamed before %s", name, end)
         for name in effect.joined:
             log.info("%s joined the capture (created or renamed before %s)", name, end)
+        for name in effect.swapped:
+            log.info(
+                "%s: an online schema-change tool's swap before %s is a schema change; the "
+                "rows emitted stay (scan.parse.online.schema.changes.enabled)",
+                name,
+                end,
+            )
+        for name in effect.unswapped:
+            log.info(
+                "%s: an online schema-change tool's swap before %s comes before its snapshot "
+                "is done: it is renamed away and the new table is read in full",
+                name,
+                end,
+            )
 
     def _check_typed(self, names: frozenset[str]) -> None:
         """A typed query's output is one table's columns: no other table may join, not

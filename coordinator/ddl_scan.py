@@ -8,6 +8,7 @@ sees the same statements."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,9 +16,11 @@ from cdc_source.binlog import constants as c
 from cdc_source.binlog.ddl import TableChange, logged_table_changes
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
+from cdc_source.online_schema_change import near_miss, swap_changes
 from cdc_source.retry import RetryPolicy
 from coordinator.range_pass import Listener, RangePass, Where, query_of
 
+log = logging.getLogger("cdc_mysql")
 STATEMENT_EVENTS = frozenset({c.QUERY, c.QUERY_COMPRESSED})  # the events a scan parses
 
 
@@ -48,7 +51,10 @@ class DdlScan:
         policy: RetryPolicy | None = None,
         lower_case_names: Callable[[], bool] = lambda: False,
         source: DumpSource | None = None,
+        online_schema_changes: bool = False,
     ) -> None:
+        # A tool's swap is one "swap" change (scan.parse.online.schema.changes.enabled).
+        self.online_schema_changes = online_schema_changes
         self._source = source or DumpSource(connect, server_id, policy=policy or RetryPolicy(0))
         self._lower_case_names = lower_case_names  # the server's, read when first needed
         self._last: tuple[tuple, tuple, tuple[PlacedChange, ...]] | None = None
@@ -122,6 +128,16 @@ class RangeStatements(Listener):
             changes = logged_table_changes(
                 query.query, query.schema or "", self._lower_case_names, event.where
             )
+            if self._scan.online_schema_changes:
+                reason = near_miss(changes)
+                if reason is not None:
+                    log.info(
+                        "%s: %s; read as renames: a captured table among them leaves and "
+                        "joins again",
+                        event.where,
+                        reason,
+                    )
+                changes = swap_changes(changes)
             self.found.extend(PlacedChange(where, change) for change in changes)
 
     def finish(self, end: Where, reached: Where) -> None:

@@ -77,6 +77,7 @@ class QueryDriver:
             policy,
             lambda: self.traits().lower_case_names,
             source=self._dump,
+            online_schema_changes=options.online_schema_changes,
         )
         self.captured = CapturedTables(
             options, tables, self.session.run, self.ddl, typed=not is_envelope(tables)

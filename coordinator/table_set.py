@@ -23,6 +23,9 @@ How statements move tables between them (:meth:`Membership.apply`, in binlog ord
 - ``RENAME`` to a matching name: its rows are older than the statement, so it waits for
   an added snapshot (``pending``), unless the main snapshot has yet to reach its name.
 - ``TRUNCATE``: no change of the sets; the binlog task emits ``t``.
+- An online schema-change tool's swap (``scan.parse.online.schema.changes.enabled``,
+  :mod:`cdc_source.online_schema_change`): a schema change of a table the stream owns
+  entirely, which stays owned; of any other table, its two renames.
 - ``ALTER TABLE ... DROP/TRUNCATE PARTITION``: the binlog task emits ``t`` and the
   table's snapshot starts again: a table the stream owns entirely waits for a snapshot of
   its own (``pending``), the joining table's snapshot starts over, and the main
@@ -69,6 +72,9 @@ class RangeEffect:
     restart_cursor_table: bool = False  # the main cursor's table was dropped (and maybe remade)
     left: tuple[str, ...] = ()  # tables no longer captured (dropped, renamed away)
     joined: tuple[str, ...] = ()  # tables that joined (created, renamed in)
+    swapped: tuple[str, ...] = ()  # tables a tool's swap changed the schema of, kept owned
+    # captured tables whose swap left and joined them again: not owned entirely at the swap
+    unswapped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,12 @@ class Membership:
             state.apply(change, cursor, matches)
         after = Membership(frozenset(state.owned), tuple(sorted(state.pending)), state.added)
         effect = RangeEffect(
-            frozenset(state.streamed),
-            state.restart_cursor,
-            tuple(sorted(self.names - after.names)),
-            tuple(sorted(after.names - self.names)),
+            streamed_from_creation=frozenset(state.streamed),
+            restart_cursor_table=state.restart_cursor,
+            left=tuple(sorted(self.names - after.names)),
+            joined=tuple(sorted(after.names - self.names)),
+            swapped=tuple(state.swapped),
+            unswapped=tuple(state.unswapped),
         )
         return after, effect
 
@@ -135,6 +143,8 @@ class _Sets:
     added: str | None
     streamed: set[str] = field(default_factory=set)
     restart_cursor: bool = False
+    swapped: list[str] = field(default_factory=list)
+    unswapped: list[str] = field(default_factory=list)
 
     def has(self, name: str) -> bool:
         return name in self.owned or name in self.pending or name == self.added
@@ -180,7 +190,23 @@ class _Sets:
                 self.join(target, cursor, has_rows=True)
         elif kind == "partition":
             self.partition_changed(name, cursor)
+        elif kind == "swap":
+            self.swap(change, cursor, matches)
         # truncate: the sets stay; the binlog task emits the reset.
+
+    def swap(self, change: TableChange, cursor: SnapshotCursor | None, matches: Matches) -> None:
+        """An online schema-change tool's swap (:mod:`cdc_source.online_schema_change`): a
+        schema change of a table the stream owns entirely, which stays owned (the shadow
+        table held exactly its rows); of any other table, the two renames it is made of.
+        The binlog tasks judge alike (:mod:`reader.table_follow`)."""
+        name = change.table
+        if name in self.owned and (fully_owned(name, cursor) or name in self.streamed):
+            self.swapped.append(name)
+            return
+        if self.has(name):
+            self.unswapped.append(name)
+        self.apply(TableChange("rename", name, change.aside), cursor, matches)
+        self.apply(TableChange("rename", change.new_name or "", name), cursor, matches)
 
     def partition_changed(self, name: str, cursor: SnapshotCursor | None) -> None:
         """A partition dropped or truncated removes rows without row events: the binlog
@@ -214,6 +240,9 @@ def tables_at(now: Iterable[str], changes_since: Iterable[TableChange]) -> set[s
         elif change.kind == "rename":
             tables.discard(change.new_name or "")
             tables.add(change.table)
+        elif change.kind == "swap":  # the table stays; its shadow was there, not the aside
+            tables.discard(change.aside or "")
+            tables.add(change.new_name or "")
     return tables
 
 

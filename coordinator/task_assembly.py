@@ -52,6 +52,7 @@ def binlog_tasks(
             added=added,
             streamed_from_creation=created,
             lower_case_names=traits.lower_case_names,
+            online_schema_changes=options.online_schema_changes,
         )
         for slot in range(count)
     ]
@@ -93,6 +94,7 @@ def chunk_tasks(
             server_flavor=traits.flavor,
             gtid_wait_timeout=options.gtid_wait_timeout,
             lower_case_names=traits.lower_case_names,
+            online_schema_changes=options.online_schema_changes,
         )
         for i, group in enumerate(spread(chunks, min(len(chunks), slots)))
     ]

@@ -37,6 +37,7 @@ from cdc_source.binlog.xa import XaPrepared, XaResolved, XaTracker, track
 from cdc_source.chunk_key import OPTION, key_breaking_target
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
+from cdc_source.online_schema_change import swap_changes
 from cdc_source.refusals import invalid_date_refusal
 from reader.change_blocks import Accumulator, ChangeBlock, TableReset
 from reader.row_decoding import (
@@ -110,8 +111,11 @@ class RangeReader:
         keyed_by_column: dict[str, tuple[str, tuple[str, ...]]] | None = None,
         follow: TableFollow | None = None,
         lower_case_names: bool = False,
+        online_schema_changes: bool = False,
     ) -> None:
         self.source = source
+        # A tool's swap is one "swap" change (scan.parse.online.schema.changes.enabled).
+        self.online_schema_changes = online_schema_changes
         # A binlog task follows its tables through statements (resets, tables created);
         # without it (a snapshot task's window) such a statement is an error.
         self.follow = follow
@@ -349,7 +353,8 @@ class RangeReader:
             _check_chunk_key(
                 self.keyed_by_column, schema or "", query, event, self.lower_case_names
             )
-        return logged_table_changes(query, schema or "", self.lower_case_names, event.where)
+        changes = logged_table_changes(query, schema or "", self.lower_case_names, event.where)
+        return swap_changes(changes) if self.online_schema_changes else changes
 
     def _check_statement(self, schema: str, query: str, event: Event) -> None:
         changes = self._statement_changes(schema, query, event)
@@ -365,10 +370,13 @@ class RangeReader:
 
 def removed_rows_of(change: TableChange, tables: set[str]) -> list[str]:
     """The tables of ``tables`` whose rows ``change`` removes without row events (a
-    TRUNCATE, DROP, RENAME away, partition drop or truncate, DROP DATABASE)."""
+    TRUNCATE, DROP, RENAME away, partition drop or truncate, DROP DATABASE), or replaces
+    by another table's (a tool's swap: a task without a table follow does not judge
+    whether it keeps the table, so it is what its renames are)."""
     if change.kind == "drop_database":
         return sorted(t for t in tables if t.split(".", 1)[0] == change.table)
-    if change.kind in ("drop", "truncate", "rename", "partition") and change.table in tables:
+    kinds = ("drop", "truncate", "rename", "partition", "swap")
+    if change.kind in kinds and change.table in tables:
         return [change.table]
     return []
 

@@ -98,6 +98,7 @@ class BinlogReader:
                 },
                 follow=follow,
                 lower_case_names=self.task.lower_case_names,
+                online_schema_changes=self.task.online_schema_changes,
             )
             for block in reader.blocks():
                 if isinstance(block, TableReset):

@@ -323,6 +323,7 @@ class ChunkReader:
             decoder=self.task.decoder,
             follow=follow,
             lower_case_names=self.task.lower_case_names,
+            online_schema_changes=self.task.online_schema_changes,
         )
         # Only the changes of keys in this task's chunks are kept: memory is bounded by the
         # keys the chunks' rows changed, not by the tables' writes in the window.

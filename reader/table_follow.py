@@ -14,7 +14,10 @@ Along the range:
   entirely: every row of a new table comes after its CREATE;
 - a name renamed in is not owned (the driver snapshots it);
 - a partition drop or truncate of a table owned entirely or in part is a reset; the
-  driver snapshots the table again from its first key.
+  driver snapshots the table again from its first key;
+- an online schema-change tool's swap (:mod:`cdc_source.online_schema_change`) of a
+  table owned entirely changes nothing but its columns; of any other table it is its two
+  renames.
 
 The state of a name at any position is kept (``state_at``), so the rows of an XA
 transaction, emitted after the pass at their commit, are judged where they happened.
@@ -126,6 +129,13 @@ class TableFollow:
                 yield change.new_name, NONE, False
         elif kind == "truncate":
             yield name, None, owned
+        elif kind == "swap":
+            # An online schema-change tool's swap: a schema change of a table owned
+            # entirely (the shadow held exactly its rows), else the two renames it is made
+            # of; the driver judges alike (coordinator.table_set).
+            if self.state(name) != ALL:
+                yield from self._effects(TableChange("rename", name, change.aside))
+                yield from self._effects(TableChange("rename", change.new_name or "", name))
         elif kind == "partition":
             # Rows removed without row events: a reset, and the driver snapshots the
             # table again (from its first key, also when its snapshot was under way).

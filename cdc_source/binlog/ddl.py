@@ -77,10 +77,13 @@ class DdlParseError(ValueError):
 @dataclass(frozen=True)
 class TableChange:
     # one of: "create", "drop", "truncate", "rename", "partition", "drop_database", and
-    # "populate" (a table that appears with rows: CONVERT PARTITION ... TO TABLE)
+    # "populate" (a table that appears with rows: CONVERT PARTITION ... TO TABLE), and
+    # "swap" (an online schema-change tool's cut-over, cdc_source.online_schema_change)
     kind: str
     table: str  # 'db.table' ("drop_database": the database name alone, e.g. 'shop')
-    new_name: str | None = None  # "rename" only: the target 'db.table'
+    # "rename": the target 'db.table'; "swap": the shadow table renamed to ``table``
+    new_name: str | None = None
+    aside: str | None = None  # "swap" only: the name ``table`` was renamed to
 
 
 class _Token(NamedTuple):
