@@ -150,7 +150,10 @@ def _selected(column: ColumnSpec, name: str) -> str:
 
 def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[str, list]:
     """The chunk's SELECT: the columns the output keeps (``columns``; a column left out is
-    not read), then a collation weight per collated key column (:mod:`reader.key_columns`)."""
+    not read), then a collation weight per collated key column (:mod:`reader.key_columns`).
+    A re-read's condition only narrows the SELECT: a key whose state at P comes from the
+    binlog's images is emitted whether it matches or not (an ``r`` restating its true
+    state is harmless)."""
     schema = chunk.table
     expressions = []
     for column in columns.output_columns(schema):
@@ -160,6 +163,8 @@ def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[s
         if needs_weight(column):
             expressions.append(weight_sql(column, quote_ident(column.name)))
     where, params = key_range(schema, chunk.lo, chunk.hi)
+    if chunk.condition is not None:  # a re-read's: keys restored from images pass anyway
+        where = f"({where}) AND ({chunk.condition.replace('%', '%%')})"
     return f"SELECT {', '.join(expressions)} FROM {schema.quoted} WHERE {where}", params
 
 
