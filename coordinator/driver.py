@@ -32,7 +32,7 @@ from coordinator.joining import joining_chunks, plan_joining
 from coordinator.plan_log import STATE_DIR_ENV, log_plan, write_state
 from coordinator.planner import BatchBudget, Planner, batch_budget
 from coordinator.range_ends import RangeEnds
-from coordinator.rereading import RequestInbox, plan_reread, reread_chunks
+from coordinator.rereading import RequestInbox, plan_reread, reread_chunks, rereads_run
 from coordinator.server_link import ServerLink, SourceStateError
 from coordinator.splitter import ServerBoundarySource
 from coordinator.table_set import Membership, RangeEffect
@@ -203,7 +203,7 @@ class QueryDriver:
             head = self.ends.at_first(head)
         members, effect = self._members_after(start, head)
         members, added = plan_joining(self.planner, self.captured, start, members, budget)
-        if start.added is None and added is None and not members.pending:
+        if rereads_run(start, added, members):
             # Re-reads come after the joining tables' snapshots, one at a time.
             rereads = plan_reread(self.planner, self.captured, rereads, members, budget)
         end = SourceOffset(head, None, members.fingerprint, server, added, rereads)

@@ -125,6 +125,14 @@ def _applied(rereads: Rereads, request: Request, what: str) -> Rereads:
     return rereads.taking(request)
 
 
+def rereads_run(start: SourceOffset, added, members: Membership) -> bool:
+    """Whether the batch from ``start`` may read a re-read's chunks: only after the
+    hand-over, and once no joining table waits for its own snapshot (``added``: the
+    joining table's cursor at the batch's end), so that re-reads never delay the
+    snapshots the stream's exactness needs."""
+    return start.snapshot is None and start.added is None and added is None and not members.pending
+
+
 def plan_reread(
     planner: Planner,
     captured: CapturedTables,
