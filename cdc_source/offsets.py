@@ -30,6 +30,10 @@ that joined a running capture (renamed into ``table-name``'s reach, or matched b
 widened pattern): ``{"table": "db.t", "after": [key values] | null}``, keys ``<= after``
 owned by the stream, the other tables streaming on meanwhile.
 
+``rereads`` (written only once a re-read was asked for; version 4 while one is queued) is
+the progress of snapshots on demand (:mod:`cdc_source.rereads`): at most a few re-reads,
+each with its table, condition and last key read, and which requests were taken.
+
 The initial offset of every mode but ``initial`` and ``snapshot`` is the *sentinel*
 ``{"v": 1, "tables": ..., "binlog": null, "snapshot": null}``: no position, nothing
 owned, so a batch starting there reads nothing. The first batch resolves it to its end:

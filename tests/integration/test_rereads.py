@@ -319,3 +319,49 @@ def test_stop_snapshot_cancels_a_reread(server, spark, tmp_path):
     assert _first_reread_batch(checkpoint) is None
     rows = _check(spark, server, run, database)
     assert not _reread_keys(rows, handover_batch(checkpoint))
+
+
+def test_a_reread_in_the_envelope_output_is_exact(server, spark, tmp_path):
+    database = server.fresh_database("reread_envelope")
+    _create(server, database, "t_a", 1200)
+    _create(server, database, "t_b", 800)
+    checkpoint = tmp_path / "ck"
+    options = server.source_options(
+        database,
+        rf"{database}\.t_.*",
+        **{
+            "scan.incremental.snapshot.chunk.size": "300",
+            "scan.snapshot.chunks-per-batch": "1",
+            "signal.directory": str(checkpoint),
+        },
+    )
+    run = StreamRun(spark, options, checkpoint, tmp_path / "out")
+    run.run_to_end()
+    handover = handover_batch(checkpoint)
+    _signal(checkpoint, "snapshot", f"{database}.t_b", "--where", "id <= 500")
+    server.execute(
+        "UPDATE t_b SET v = -v WHERE id % 10 = 0",
+        "DELETE FROM t_b WHERE id % 25 = 0",
+        "UPDATE t_a SET v = 0 WHERE id <= 20",
+        database=database,
+    )
+    run.run_to_end()
+    assert _finished(checkpoint) is not None
+    rows = read_output(spark, run.out)
+    rebuilt: dict[str, dict[int, dict]] = {}
+    for row in sorted(rows, key=lambda r: r["_seq"]):
+        table = rebuilt.setdefault(row["table"], {})
+        key = json.loads(row["key"])["id"]
+        if row["op"] == "d":
+            table.pop(key, None)
+        else:
+            table[key] = json.loads(row["after"])
+    for name in ("t_a", "t_b"):
+        expected = {
+            r[0]: {"id": r[0], "v": r[1], "s": r[2]}
+            for r in server.query(f"SELECT id, v, s FROM {name}", database=database)
+        }
+        assert rebuilt[name] == expected, name
+    again = [json.loads(r["key"])["id"] for r in rows if r["op"] == "r" and r["_batch"] > handover]
+    assert sorted(again) == [k for k in range(1, 501) if k % 25], "t_b's rows as of P"
+    assert {r["table"] for r in rows if r["op"] == "r" and r["_batch"] > handover} == {"t_b"}
