@@ -189,9 +189,11 @@ class QueryDriver:
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
         moved = start.binlog is None or head.coordinates != start.binlog.coordinates
-        rereads = self.inbox.take(start.rereads)
-        if not moved and start.added is None and not members.pending and not rereads.queue:
-            return start if rereads == start.rereads else replace(start, rereads=rereads)
+        rereads = None
+        if not moved and start.added is None and not members.pending:
+            rereads = self.inbox.take(start.rereads)
+            if not rereads.queue:  # maybe a request file taken: the offset says so
+                return start if rereads == start.rereads else replace(start, rereads=rereads)
         limit = stream_limit(self.options, max_rows, max_bytes)
         if start.binlog is not None and moved:
             head = self.ends.stream_end(
@@ -203,6 +205,8 @@ class QueryDriver:
             head = self.ends.at_first(head)
         members, effect = self._members_after(start, head)
         members, added = plan_joining(self.planner, self.captured, start, members, budget)
+        if rereads is None:  # after the range's pass: a request in it takes effect at its end
+            rereads = self.inbox.take(start.rereads)
         if rereads_run(start, added, members):
             # Re-reads come after the joining tables' snapshots, one at a time.
             rereads = plan_reread(self.planner, self.captured, rereads, members, budget)
