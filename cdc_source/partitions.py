@@ -23,6 +23,7 @@ class ChunkSpec:
     lo: tuple | None
     hi: tuple | None
     condition: str | None = None
+    reread: int = 0  # a re-read's number (its rows' _seq: cdc_source.sequence), 0 for none
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,14 @@ def snapshot_seq_prefix(file_number: int, pos: int, table_index: int, epoch: int
     return f"{epoch_prefix(epoch)}{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}."
 
 
+def reread_seq_prefix(file_number: int, pos: int, reread: int, epoch: int = 0) -> str:
+    """The prefix of the rows of re-read number ``reread`` (a snapshot on demand) as of
+    the position: a snapshot row's, with ``R`` and the number where the table's index
+    is. ``R`` sorts after the digits, so a key restated at P sorts after the snapshot's
+    row of it at the same P, and two re-reads at one P stay apart."""
+    return f"{epoch_prefix(epoch)}{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.R{reread:08d}."
+
+
 def snapshot_seq(
     file_number: int, pos: int, table_index: int, key_bytes: bytes, epoch: int = 0
 ) -> str:

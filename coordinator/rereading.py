@@ -168,4 +168,4 @@ def reread_chunks(
     reread, after = read
     until = None if reread.done else reread.after
     chunks = planner.table_chunks(captured.schema(reread.table), after, until)
-    return tuple(replace(chunk, condition=reread.condition) for chunk in chunks)
+    return tuple(replace(chunk, condition=reread.condition, reread=reread.n) for chunk in chunks)

@@ -29,7 +29,7 @@ from cdc_source.mysql_client import SameServer, as_text, quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
-from cdc_source.sequence import snapshot_seq_prefix
+from cdc_source.sequence import reread_seq_prefix, snapshot_seq_prefix
 from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
@@ -393,9 +393,12 @@ class ChunkReader:
         on the key bytes, and the touched keys' states at P (binlog images, few) follow."""
         schema: TableSchema = chunk.table
         target = self.task.target
-        prefix = snapshot_seq_prefix(
-            target.file_number, target.pos, chunk.table_index, target.epoch
-        )
+        if chunk.reread:
+            prefix = reread_seq_prefix(target.file_number, target.pos, chunk.reread, target.epoch)
+        else:
+            prefix = snapshot_seq_prefix(
+                target.file_number, target.pos, chunk.table_index, target.epoch
+            )
         selected = writer.columns.output_columns(schema)
         sort_keys = sort_key_reader(schema, tuple(c.name for c in selected))
         width = len(selected)

@@ -197,3 +197,15 @@ def test_the_reread_a_batch_reads_is_known_from_its_two_offsets():
     again = Rereads().taking(Request(SNAPSHOT, ("a.t", "a.t")))
     one_done = again.advanced(None)
     assert read_between(again, one_done) == (Reread(1, "a.t", after=None, done=True), None)
+
+
+def test_a_reread_row_sorts_at_its_position_after_the_snapshots_row_there():
+    from cdc_source.sequence import binlog_seq, reread_seq_prefix, snapshot_seq
+
+    key = bytes([0x80, 0, 0, 7]).hex()
+    at_p = binlog_seq(7, 4242, 3, sub=2)
+    snapshot = snapshot_seq(7, 4242, 5, bytes.fromhex(key))
+    first, second = (reread_seq_prefix(7, 4242, n) + key for n in (1, 2))
+    later = binlog_seq(7, 4243, 0)
+    assert at_p < snapshot < first < second < later
+    assert reread_seq_prefix(7, 4242, 1, epoch=2) > later  # a later epoch sorts after

@@ -86,6 +86,7 @@ def test_a_reread_is_planned_batch_by_batch_next_to_the_stream_and_rebuilt_from_
         assert len(chunks) <= 3
         for chunk in chunks:
             read[chunk.table.name].append((chunk.lo, chunk.hi, chunk.condition))
+            assert chunk.reread == (1 if chunk.table is ORDERS else 2)
         start, rereads = end, planned.without_finished()
         if not rereads.queue:
             break
