@@ -209,3 +209,16 @@ def test_a_reread_row_sorts_at_its_position_after_the_snapshots_row_there():
     later = binlog_seq(7, 4243, 0)
     assert at_p < snapshot < first < second < later
     assert reread_seq_prefix(7, 4242, 1, epoch=2) > later  # a later epoch sorts after
+
+
+def test_the_lake_sink_merges_a_rereads_rows_instead_of_appending_them():
+    import pyarrow as pa
+
+    from cdc_source.delta.changes import only_reads
+    from cdc_source.sequence import reread_seq_prefix, snapshot_seq
+
+    first = snapshot_seq(7, 4242, 0, b"\x01")
+    again = reread_seq_prefix(7, 4242, 1) + "01"
+    assert only_reads(pa.table({"_op": ["r"], "_seq": [first]}))
+    assert not only_reads(pa.table({"_op": ["r", "r"], "_seq": [first, again]}))
+    assert only_reads(pa.table({"_op": ["r"], "_seq": [snapshot_seq(7, 9, 0, b"R")]}))  # key hex
