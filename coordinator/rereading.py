@@ -71,7 +71,7 @@ class RequestInbox:
                     continue
                 if not rereads.fits(request):
                     queued = len(rereads.queue)
-                    log.info("signal file %s waits: %d re-reads are queued", name, queued)
+                    log.debug("signal file %s waits: %d re-reads are queued", name, queued)
                     break
                 rereads = replace(_applied(rereads, request, f"signal file {name}"), file=name)
         if self.table is not None and self.looks > 0:
@@ -85,20 +85,21 @@ class RequestInbox:
         )
         waiting = len(rows) == SIGNAL_ROWS_PER_LOOK  # more rows than one look reads
         for row_id, kind, data in rows:
+            row_id = signal_id(row_id, self.table)
             what = f"signal row {row_id} of {self.table}"
             if str(kind).lower() not in ("execute-snapshot", "stop-snapshot"):
-                rereads = replace(rereads, signal_id=int(row_id))  # another tool's signal
+                rereads = replace(rereads, signal_id=row_id)  # another tool's signal
                 continue
             try:
                 request = parse_signal(kind, data)
             except RequestError as err:
                 log.error("%s is ignored: %s", what, err)
-                rereads = replace(rereads, signal_id=int(row_id))
+                rereads = replace(rereads, signal_id=row_id)
                 continue
             if not rereads.fits(request):
                 waiting = True
                 break
-            rereads = replace(_applied(rereads, request, what), signal_id=int(row_id))
+            rereads = replace(_applied(rereads, request, what), signal_id=row_id)
         # A write's rows may become visible a moment after the binlog has them: look again.
         self.looks = max(1, self.looks - 1) if waiting else self.looks - 1
         return rereads
@@ -107,6 +108,18 @@ class RequestInbox:
         """The batch ending at ``end`` is committed: the request files it took go."""
         if self.directory:
             delete_request_files(self.directory, end.rereads.file)
+
+
+def signal_id(value, table: str) -> int:
+    """A signal row's ``id``: the offset remembers the highest taken, so it must be an
+    integer that grows with each new row (Debezium allows any text; here it may not)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise RequestError(
+            f"the signal table {table} has a row whose id {value!r} is not an integer: "
+            "give the table an increasing integer id (AUTO_INCREMENT)"
+        ) from None
 
 
 def quoted(table: str) -> str:

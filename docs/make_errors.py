@@ -130,7 +130,9 @@ CLASSES: dict[str, tuple[str, str]] = {
         "a request for a snapshot on demand (cdc-mysql signal, a signal file or a row of "
         "the signal table) names no table or a malformed one, or its condition is longer "
         "than 512 characters or holds ';', a comment or unbalanced parentheses",
-        "correct the request; a query logs a request it cannot read and goes on without it",
+        "correct the request; a query logs a request it cannot read and goes on without it "
+        "(a signal row whose id is not an integer stops it: give the table an increasing "
+        "integer id)",
     ),
     "OffsetError": (
         "a checkpoint offset is not one this version can read",

@@ -130,7 +130,7 @@ def test_request_files_are_taken_once_in_order_and_wait_for_room(tmp_path, caplo
     for i in range(MAX_REREADS + 1):
         write_request_file(str(tmp_path), Request(SNAPSHOT, (f"shop.t{i}",)))
     (tmp_path / "signals" / "00000000000000000001-1.json").write_text("{broken")
-    with caplog.at_level(logging.INFO, logger="cdc_mysql"):
+    with caplog.at_level(logging.DEBUG, logger="cdc_mysql"):
         taken = inbox.take(Rereads())
     assert [r.table for r in taken.queue] == [f"shop.t{i}" for i in range(MAX_REREADS)]
     assert "is ignored" in caplog.text and "waits" in caplog.text
@@ -169,3 +169,14 @@ def test_signal_rows_are_read_after_a_write_once_each(tmp_path):
     for _ in range(5):
         inbox.take(stopped)
     assert len(selects) - looks <= 2  # a few more looks after a write, then none
+
+
+def test_a_signal_table_without_integer_ids_is_refused_clearly(tmp_path):
+    import pytest
+
+    from cdc_source.rereads import RequestError
+
+    options = _options(tmp_path, **{"signal.data.collection": "shop.cdc_signals"})
+    inbox = RequestInbox(options, lambda sql, params: [("ad-hoc-1", "execute-snapshot", "{}")])
+    with pytest.raises(RequestError, match="increasing integer id"):
+        inbox.take(Rereads())
