@@ -365,3 +365,32 @@ def test_a_reread_in_the_envelope_output_is_exact(server, spark, tmp_path):
     again = [json.loads(r["key"])["id"] for r in rows if r["op"] == "r" and r["_batch"] > handover]
     assert sorted(again) == [k for k in range(1, 501) if k % 25], "t_b's rows as of P"
     assert {r["table"] for r in rows if r["op"] == "r" and r["_batch"] > handover} == {"t_b"}
+
+
+def test_a_delta_mirror_merges_a_reread_and_stays_equal_to_the_table(server, tmp_path):
+    import deltalake
+
+    from tests.integration.test_delta_mirror import _run as run_lake
+
+    database = server.fresh_database("reread_delta")
+    server.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))",
+        f"INSERT INTO t SELECT seq, seq * 3, 'x' FROM {server.seq(1, 1500)} ORDER BY seq",
+        database=database,
+    )
+    checkpoint, lake = tmp_path / "ck", tmp_path / "mirror"
+    signals = ("--option", f"signal.directory={checkpoint}")
+    first = run_lake(server, database, checkpoint, lake, "--available-now", *signals)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
+    server.execute("UPDATE t SET v = -v WHERE id <= 40", database=database)
+    _signal(checkpoint, "snapshot", f"{database}.t")  # three chunks: two batches
+    again = run_lake(server, database, checkpoint, lake, "--available-now", *signals)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert _finished(checkpoint) is not None
+    # The re-read's second batch holds its rows alone: merged, not appended.
+    assert "merged" in again.stdout and "appended" not in again.stdout
+    mirror = deltalake.DeltaTable(str(lake)).to_pyarrow_table().to_pylist()
+    got = {r["id"]: (r["v"], r["s"]) for r in mirror}
+    assert len(mirror) == len(got), "a key appears twice in the Delta table"
+    rows = server.query("SELECT id, v, s FROM t", database=database)
+    assert got == {r[0]: (r[1], r[2]) for r in rows}
