@@ -3,13 +3,14 @@
 cdc-mysql quickstart [--rows N] [--seconds S] [--out DIR]   capture a demo table end to end
 cdc-mysql inspect CHECKPOINT [...]                           what a checkpoint holds
 cdc-mysql check --hostname H --username U ... [--json]       the server against every requirement
+cdc-mysql signal CHECKPOINT snapshot db.t [--where COND]     re-read a table next to the stream
 """
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: cdc-mysql {quickstart,inspect,check} [options]
+USAGE = """usage: cdc-mysql {quickstart,inspect,check,signal} [options]
 
 commands:
   quickstart   start a throwaway local server, stream a live demo table into a parquet
@@ -17,10 +18,12 @@ commands:
   inspect      show what a query's checkpoint holds (offsets, phase, progress)
   check        check a server and its tables against every requirement of the source
                (OK / WARN / FAIL with the fix; exit status 1 on a FAIL)
+  signal       ask a running query to re-read tables next to its stream (a snapshot on
+               demand, optionally of the rows matching a condition), or to stop that
 
 'cdc-mysql COMMAND --help' describes a command's options."""
 
-COMMANDS = ("quickstart", "inspect", "check")
+COMMANDS = ("quickstart", "inspect", "check", "signal")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         from cdc_source.check_command import main as check_main
 
         return _exit_code(check_main(rest))
+    if command == "signal":
+        from cdc_source.signal_command import main as signal_main
+
+        return _exit_code(signal_main(rest))
     print(f"cdc-mysql: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -30,6 +30,10 @@ that joined a running capture (renamed into ``table-name``'s reach, or matched b
 widened pattern): ``{"table": "db.t", "after": [key values] | null}``, keys ``<= after``
 owned by the stream, the other tables streaming on meanwhile.
 
+``rereads`` (written only once a re-read was asked for; version 4 while one is queued) is
+the progress of snapshots on demand (:mod:`cdc_source.rereads`): at most a few re-reads,
+each with its table, condition and last key read, and which requests were taken.
+
 The initial offset of every mode but ``initial`` and ``snapshot`` is the *sentinel*
 ``{"v": 1, "tables": ..., "binlog": null, "snapshot": null}``: no position, nothing
 owned, so a batch starting there reads nothing. The first batch resolves it to its end:
@@ -51,6 +55,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_source.rereads import Rereads
+
 OFFSET_VERSION = 1
 # Version 2: an offset whose position is of a later epoch (after a fail-over). Written
 # only then, so that a package older than epochs refuses it instead of ordering the new
@@ -59,7 +65,15 @@ EPOCH_OFFSET_VERSION = 2
 # Version 3: an offset with an ``added`` table snapshot, which an older package would
 # ignore (it would stream the table's changes without its snapshot).
 ADDED_OFFSET_VERSION = 3
-READABLE_VERSIONS = (OFFSET_VERSION, EPOCH_OFFSET_VERSION, ADDED_OFFSET_VERSION)
+# Version 4: an offset with re-reads asked for and not done (``rereads.queue``), which an
+# older package would drop without a word.
+REREAD_OFFSET_VERSION = 4
+READABLE_VERSIONS = (
+    OFFSET_VERSION,
+    EPOCH_OFFSET_VERSION,
+    ADDED_OFFSET_VERSION,
+    REREAD_OFFSET_VERSION,
+)
 _FILE_NUMBER = re.compile(r"\.(\d+)$")
 
 
@@ -183,6 +197,7 @@ class SourceOffset:
     tables: str = ""
     server: str = ""  # whose binlog the positions are of ('' before the first batch)
     added: SnapshotCursor | None = None  # a table joining the capture, snapshotted alone
+    rereads: Rereads = Rereads()  # snapshots on demand (cdc_source.rereads)
 
     @property
     def handed_over(self) -> bool:
@@ -193,6 +208,8 @@ class SourceOffset:
         version = EPOCH_OFFSET_VERSION if epoch else OFFSET_VERSION
         if self.added is not None:
             version = ADDED_OFFSET_VERSION
+        if self.rereads.queue:
+            version = REREAD_OFFSET_VERSION
         obj: dict[str, Any] = {"v": version, "tables": self.tables}
         if self.server:  # written from the first planned batch on: offsets stay comparable
             obj["server"] = self.server
@@ -200,6 +217,8 @@ class SourceOffset:
         obj["snapshot"] = None if self.snapshot is None else self.snapshot.to_json_obj()
         if self.added is not None:  # only while a joining table is snapshotted
             obj["added"] = self.added.to_json_obj()
+        if not self.rereads.empty:  # only once a re-read was asked for
+            obj["rereads"] = self.rereads.to_json_obj()
         return obj
 
     def to_json(self) -> str:
@@ -224,10 +243,13 @@ class SourceOffset:
             tables=str(obj.get("tables", "")),
             server=str(obj.get("server", "")),
             added=None if added is None else SnapshotCursor.from_json_obj(added),
+            rereads=Rereads.from_json_obj(obj.get("rereads")),
         )
 
     def describe(self) -> str:
         where = "no binlog position" if self.binlog is None else f"binlog {self.binlog}"
+        if self.rereads.queue:
+            where += "; " + "; then ".join(r.describe() for r in self.rereads.queue)
         if self.added is not None:
             added = self.added
             done = "start" if added.after is None else f"after {list(added.after)}"
@@ -250,5 +272,9 @@ def same_progress(a: SourceOffset, b: SourceOffset) -> bool:
     pos_a = None if a.binlog is None else (a.binlog.epoch, a.binlog.file, a.binlog.pos)
     pos_b = None if b.binlog is None else (b.binlog.epoch, b.binlog.file, b.binlog.pos)
     return (
-        pos_a == pos_b and a.snapshot == b.snapshot and a.added == b.added and a.tables == b.tables
+        pos_a == pos_b
+        and a.snapshot == b.snapshot
+        and a.added == b.added
+        and a.tables == b.tables
+        and a.rereads == b.rereads
     )

@@ -15,6 +15,7 @@ from cdc_source.option_spec import Option
 from cdc_source.options_binlog import BINLOG_OPTIONS
 from cdc_source.options_columns import COLUMNS_OPTIONS
 from cdc_source.options_connection import CONNECTION_OPTIONS
+from cdc_source.options_signals import SIGNAL_OPTIONS
 from cdc_source.options_snapshot import SNAPSHOT_OPTIONS
 from cdc_source.options_startup import STARTUP_OPTIONS
 from cdc_source.options_tables import TABLES_OPTIONS
@@ -26,6 +27,7 @@ OPTIONS: tuple[Option, ...] = (
     *STARTUP_OPTIONS,
     *SNAPSHOT_OPTIONS,
     *BINLOG_OPTIONS,
+    *SIGNAL_OPTIONS,
 )
 
 BY_KEY = {option.key: option for option in OPTIONS}

@@ -122,6 +122,8 @@ class SourceOptions:
     # column.include.list, column.exclude.list, column.mask.*, column.truncate.* (its
     # masks' salts are kept out of repr)
     columns: ColumnPolicy = ALL_COLUMNS
+    signal_directory: str | None = None  # signal.directory: request files (cdc_source.rereads)
+    signal_table: str | None = None  # signal.data.collection: Debezium's signal table
 
     @property
     def flink_table_form(self) -> bool:

@@ -14,12 +14,16 @@ from cdc_source.offsets import BinlogPosition, SnapshotCursor
 
 @dataclass(frozen=True)
 class ChunkSpec:
-    """Keys ``lo < k <= hi`` of one table (``None`` is open on that side)."""
+    """Keys ``lo < k <= hi`` of one table (``None`` is open on that side); a re-read's
+    chunk also selects only the rows matching its ``condition`` (SQL, checked by
+    :func:`cdc_source.rereads.check_condition`)."""
 
     table: TableSchema
     table_index: int
     lo: tuple | None
     hi: tuple | None
+    condition: str | None = None
+    reread: int = 0  # a re-read's number (its rows' _seq: cdc_source.sequence), 0 for none
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 BINLOG_KIND = "0"
 SNAPSHOT_KIND = "1"
+REREAD_MARK = "R"  # where a re-read's row has its number; no other _seq holds the letter
 
 
 def epoch_prefix(epoch: int) -> str:
@@ -71,6 +72,15 @@ def snapshot_seq_prefix(file_number: int, pos: int, table_index: int, epoch: int
     """The part of a snapshot row's ``_seq`` shared by a whole chunk; the row's own part
     is its order-preserving key bytes in hex (see :func:`snapshot_seq`)."""
     return f"{epoch_prefix(epoch)}{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}.{table_index:04d}."
+
+
+def reread_seq_prefix(file_number: int, pos: int, reread: int, epoch: int = 0) -> str:
+    """The prefix of the rows of re-read number ``reread`` (a snapshot on demand) as of
+    the position: a snapshot row's, with ``R`` and the number where the table's index
+    is. ``R`` sorts after the digits, so a key restated at P sorts after the snapshot's
+    row of it at the same P, and two re-reads at one P stay apart."""
+    position = f"{file_number:06d}.{pos:012d}.{SNAPSHOT_KIND}"
+    return f"{epoch_prefix(epoch)}{position}.{REREAD_MARK}{reread:08d}."
 
 
 def snapshot_seq(

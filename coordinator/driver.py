@@ -32,6 +32,7 @@ from coordinator.joining import joining_chunks, plan_joining
 from coordinator.plan_log import STATE_DIR_ENV, log_plan, write_state
 from coordinator.planner import BatchBudget, Planner, batch_budget
 from coordinator.range_ends import RangeEnds
+from coordinator.rereading import RequestInbox, plan_reread, reread_chunks, rereads_run
 from coordinator.server_link import ServerLink, SourceStateError
 from coordinator.splitter import ServerBoundarySource
 from coordinator.table_set import Membership, RangeEffect
@@ -92,9 +93,25 @@ class QueryDriver:
             ddl=self.ddl,
             traits=self.traits,
             tables={t.name for t in tables},
+            signal_written=lambda: self.inbox.signal_table_written(),
         )
         self._start: BinlogPosition | None = None  # the resolved start of this run's mode
+        # Snapshots on demand: requests taken from files and the signal table.
+        self.inbox = RequestInbox(options, self._select)
         self.finished: SourceOffset | None = None  # snapshot mode, once past the hand-over
+
+    def _select(self, sql: str, params: tuple) -> list[tuple]:
+        """A query's rows on the driver's connection, read as the server holds them now
+        (the read's transaction ends with it)."""
+
+        def query(conn):
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                rows = list(cur.fetchall())
+            conn.commit()
+            return rows
+
+        return self.session.run(query)
 
     def traits(self) -> ServerTraits:
         """What the server is and offers (:meth:`ServerLink.traits`)."""
@@ -162,6 +179,8 @@ class QueryDriver:
                 batch = self.planner.plan(main, head, budget)
                 end = replace(batch.end, tables=members.fingerprint, server=server)
                 chunks = len(batch.chunks)
+            # Requests wait for the hand-over; what was taken before carries on.
+            end = replace(end, rereads=start.rereads)
             self.captured.log_effect(effect, head)
             self.captured.remember(end, members)
             log_plan(self.planner.registry, start, end, chunks, head)
@@ -171,8 +190,11 @@ class QueryDriver:
         if start.binlog is not None and head.coordinates < start.binlog.coordinates:
             return start  # availableNow target behind a restored start: nothing more to do
         moved = start.binlog is None or head.coordinates != start.binlog.coordinates
+        rereads = None
         if not moved and start.added is None and not members.pending:
-            return start
+            rereads = self.inbox.take(start.rereads)
+            if not rereads.queue:  # maybe a request file taken: the offset says so
+                return start if rereads == start.rereads else replace(start, rereads=rereads)
         limit = stream_limit(self.options, max_rows, max_bytes)
         if start.binlog is not None and moved:
             head = self.ends.stream_end(
@@ -184,7 +206,12 @@ class QueryDriver:
             head = self.ends.at_first(head)
         members, effect = self._members_after(start, head)
         members, added = plan_joining(self.planner, self.captured, start, members, budget)
-        end = SourceOffset(head, None, members.fingerprint, server, added)
+        if rereads is None:  # after the range's pass: a request in it takes effect at its end
+            rereads = self.inbox.take(start.rereads)
+        if rereads_run(start, added, members):
+            # Re-reads come after the joining tables' snapshots, one at a time.
+            rereads = plan_reread(self.planner, self.captured, rereads, members, budget)
+        end = SourceOffset(head, None, members.fingerprint, server, added, rereads)
         if start.binlog is not None and same_progress(start, end):
             return start
         self.captured.log_effect(effect, head)
@@ -266,7 +293,10 @@ class QueryDriver:
             head.epoch,
         )
         write_state(self.planner.registry)
-        return replace(batch.end, server=self.server_identity())
+        # A new snapshot reads every table again: re-reads asked for are moot, the
+        # requests taken stay taken.
+        rereads = replace(start.rereads, queue=())
+        return replace(batch.end, server=self.server_identity(), rereads=rereads)
 
     def _fresh_snapshot(self, head: BinlogPosition, start: SourceOffset) -> SourceOffset:
         """A snapshot of every captured table from the start, as of ``head`` (after a
@@ -371,6 +401,7 @@ class QueryDriver:
             chunks = self.planner.chunks_between(self._main_start(start, after, effect), end)
         else:
             chunks = joining_chunks(self.planner, self.captured, start, end, after)
+            chunks += reread_chunks(self.planner, self.captured, start, end)
         parts += chunk_tasks(
             chunks=chunks,
             target=end.binlog,
@@ -396,6 +427,7 @@ class QueryDriver:
 
     def commit(self, end: SourceOffset) -> None:
         self.planner.registry.commit(end)
+        self.inbox.committed(end)
         write_state(self.planner.registry)
 
     def close(self) -> None:

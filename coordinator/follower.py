@@ -36,6 +36,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cdc_source.binlog.row_count import RowCounter
@@ -46,7 +47,7 @@ from cdc_source.options import SourceOptions
 from coordinator.batch_end import RowCount, RowLimit, StreamLimit
 from coordinator.ddl_scan import DdlScan, PlacedChange, RangeStatements
 from coordinator.gtid_tracker import GtidListener
-from coordinator.range_pass import Walk
+from coordinator.range_pass import Listener, Walk
 from coordinator.xa_watermark import XaListener, XaWatermark
 
 log = logging.getLogger("cdc_mysql")
@@ -98,6 +99,7 @@ class _Run:
         statements: RangeStatements,
         count: RowCount,
         ceiling: tuple[int, int] | None,
+        watchers: list[Listener] | None = None,
     ) -> None:
         self.base = base
         self.ceiling = ceiling  # availableNow's frozen head: read nothing past it
@@ -108,6 +110,7 @@ class _Run:
         self.rows = RowLimit(limit, count)
         self.xa = XaListener((base.file, base.pos))
         listeners = [x for x in (self.gtids, statements, self.rows, self.xa) if x is not None]
+        listeners += watchers or []
         self.walk = Walk((base.file, base.pos), listeners)
         self.cond = threading.Condition()
         self.frozen: tuple | None = None  # the end a limit set, until the driver takes it
@@ -159,8 +162,16 @@ class _Run:
 class Follower:
     """The follower of one query run (see the module's docstring)."""
 
-    def __init__(self, source: DumpSource, ddl: DdlScan, decoder: str | None = "auto") -> None:
+    def __init__(
+        self,
+        source: DumpSource,
+        ddl: DdlScan,
+        decoder: str | None = "auto",
+        extra_listeners: Callable[[], list[Listener]] = list,
+    ) -> None:
         self._source = source
+        # Listeners that only watch (the signal table's writes): they end no batch.
+        self._extra_listeners = extra_listeners
         self._ddl = ddl
         self._counter = RowCounter(decoder)  # its own: the driver's passes count in another thread
         self._run: _Run | None = None
@@ -191,7 +202,7 @@ class Follower:
         self._source.server = server  # a dump that reaches another server ends
         count = RowCount(set(tables), self._counter)
         statements = self._ddl.listener(base, None)
-        run = _Run(base, tables, limit, flavor, statements, count, ceiling)
+        run = _Run(base, tables, limit, flavor, statements, count, ceiling, self._extra_listeners())
         run.thread = threading.Thread(
             target=self._read, args=(run,), name="cdc-mysql follower", daemon=True
         )

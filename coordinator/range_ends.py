@@ -33,6 +33,7 @@ from coordinator.ddl_scan import DdlScan
 from coordinator.follower import Follower, follower_server_id
 from coordinator.gtid_tracker import GtidListener, GtidTracker
 from coordinator.range_pass import Listener, RangePass
+from coordinator.signal_writes import SignalWrites
 from coordinator.xa_watermark import XaListener, XaWatermark
 
 log = logging.getLogger("cdc_mysql")
@@ -52,8 +53,11 @@ class RangeEnds:
         ddl: DdlScan,
         traits: Callable[[], ServerTraits],
         tables: set[str],
+        signal_written: Callable[[], None] | None = None,
     ) -> None:
         self.options = options
+        # Told when a range read writes the signal table (coordinator.signal_writes).
+        self.signal_written = signal_written
         self._open_session = open_session
         self._dump = dump
         self._traits = traits
@@ -107,7 +111,15 @@ class RangeEnds:
             decoder=options.binlog_decoder,
             policy=options.retry_policy(),
         )
-        return Follower(source, self.ddl, options.binlog_decoder)
+        return Follower(
+            source, self.ddl, options.binlog_decoder, extra_listeners=self.signal_listeners
+        )
+
+    def signal_listeners(self) -> list[Listener]:
+        """The listener that tells when a range writes the signal table, if there is one."""
+        if self.options.signal_table is None or self.signal_written is None:
+            return []
+        return [SignalWrites(self.options.signal_table, self.signal_written)]
 
     def ended(
         self,
@@ -133,6 +145,7 @@ class RangeEnds:
             gtids = GtidListener(parse_state(start.gtids, self._traits().flavor), head)
             listeners.append(gtids)
         listeners.append(self.ddl.listener(start, head))
+        listeners += self.signal_listeners()
         rows = None
         if limit is not None and self.batch_ends.reads(start, head, limit):
             rows = self.batch_ends.listener(limit)

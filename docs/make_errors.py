@@ -126,6 +126,14 @@ CLASSES: dict[str, tuple[str, str]] = {
         "hand-over message, a bug)",
         "restore the table or start a new query with a new checkpoint",
     ),
+    "RequestError": (
+        "a request for a snapshot on demand (cdc-mysql signal, a signal file or a row of "
+        "the signal table) names no table or a malformed one, or its condition is longer "
+        "than 512 characters or holds ';', a comment or unbalanced parentheses",
+        "correct the request; a query logs a request it cannot read and goes on without it "
+        "(a signal row whose id is not an integer stops it: give the table an increasing "
+        "integer id)",
+    ),
     "OffsetError": (
         "a checkpoint offset is not one this version can read",
         "use the package version that wrote the checkpoint, or a new checkpoint",

@@ -29,7 +29,7 @@ from cdc_source.mysql_client import SameServer, as_text, quote_ident, read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import ChunkSpec, ChunkTask
 from cdc_source.retry import Attempts, RetryPolicy
-from cdc_source.sequence import snapshot_seq_prefix
+from cdc_source.sequence import reread_seq_prefix, snapshot_seq_prefix
 from cdc_source.visibility import GTID_WAIT, SNAPSHOT_STATUS
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_columns import ImageColumns
@@ -150,7 +150,10 @@ def _selected(column: ColumnSpec, name: str) -> str:
 
 def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[str, list]:
     """The chunk's SELECT: the columns the output keeps (``columns``; a column left out is
-    not read), then a collation weight per collated key column (:mod:`reader.key_columns`)."""
+    not read), then a collation weight per collated key column (:mod:`reader.key_columns`).
+    A re-read's condition only narrows the SELECT: a key whose state at P comes from the
+    binlog's images is emitted whether it matches or not (an ``r`` restating its true
+    state is harmless)."""
     schema = chunk.table
     expressions = []
     for column in columns.output_columns(schema):
@@ -160,6 +163,8 @@ def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[s
         if needs_weight(column):
             expressions.append(weight_sql(column, quote_ident(column.name)))
     where, params = key_range(schema, chunk.lo, chunk.hi)
+    if chunk.condition is not None:  # a re-read's: keys restored from images pass anyway
+        where = f"({where}) AND ({chunk.condition.replace('%', '%%')})"
     return f"SELECT {', '.join(expressions)} FROM {schema.quoted} WHERE {where}", params
 
 
@@ -389,9 +394,12 @@ class ChunkReader:
         on the key bytes, and the touched keys' states at P (binlog images, few) follow."""
         schema: TableSchema = chunk.table
         target = self.task.target
-        prefix = snapshot_seq_prefix(
-            target.file_number, target.pos, chunk.table_index, target.epoch
-        )
+        if chunk.reread:
+            prefix = reread_seq_prefix(target.file_number, target.pos, chunk.reread, target.epoch)
+        else:
+            prefix = snapshot_seq_prefix(
+                target.file_number, target.pos, chunk.table_index, target.epoch
+            )
         selected = writer.columns.output_columns(schema)
         sort_keys = sort_key_reader(schema, tuple(c.name for c in selected))
         width = len(selected)

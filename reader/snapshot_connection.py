@@ -84,7 +84,7 @@ class SnapshotConnection:
 
         scan = self._scan = self._scan or _textscan.TextScan(self.conn)
         literals = tuple(self.conn.literal(p) for p in params)
-        statement = query.encode("utf-8") % literals if literals else query.encode("utf-8")
+        statement = query.encode("utf-8") % literals  # '%%' is '%', as PyMySQL has it
         try:
             scan.execute(statement)
             while True:

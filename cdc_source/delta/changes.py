@@ -5,6 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_source.sequence import REREAD_MARK
+
 RESET_OP = "t"
 DELETE_OP = "d"
 KEY = "_key"  # each row's primary-key bytes, equal exactly when the server's keys are equal
@@ -27,14 +29,20 @@ READ_OP = "r"
 
 
 def only_reads(changes: pa.Table) -> bool:
-    """Whether every change of ``changes`` is a snapshot read (op ``r``).
+    """Whether every change of ``changes`` is a first snapshot read (op ``r``, not a
+    re-read's).
 
-    The source emits a key's ``r`` before any other change of it since the table's last
-    reset (a key's changes are emitted only once the snapshot has read it), and at most
-    once: in a lake table whose every row came from this query in ``_seq`` order, no row
-    of such a key exists yet, so a slice of reads adds rows without matching any."""
+    The source emits a key's snapshot ``r`` before any other change of it since the
+    table's last reset (a key's changes are emitted only once the snapshot has read it),
+    and at most once: in a lake table whose every row came from this query in ``_seq``
+    order, no row of such a key exists yet, so a slice of reads adds rows without
+    matching any. A re-read (a snapshot on demand, its ``_seq`` marked with
+    :data:`~cdc_source.sequence.REREAD_MARK`) restates keys that are there: it merges."""
     ops = changes.column("_op")
-    return changes.num_rows > 0 and pc.all(pc.equal(ops, READ_OP)).as_py()
+    if changes.num_rows == 0 or not pc.all(pc.equal(ops, READ_OP)).as_py():
+        return False
+    seqs = changes.column("_seq")
+    return not pc.any(pc.match_substring(seqs, REREAD_MARK)).as_py()
 
 
 def latest_changes(batch: pa.Table) -> pa.Table:

@@ -69,6 +69,8 @@ def _phase_text(summary: Summary) -> str:
             added = offset.added
             done = frontier_text(None if added.after is None else list(added.after))
             how += f"; snapshot of joining table {added.table} after {done}"
+        for reread in offset.rereads.queue:  # snapshots on demand, in progress or queued
+            how += f"; {reread.describe()}"
         return f"stream ({how}) {where}, {batch}"
     after = frontier_text(None if offset.snapshot.after is None else list(offset.snapshot.after))
     return f"snapshot of {offset.snapshot.table} after {after} {where}, {batch}"
@@ -232,6 +234,7 @@ def _summary_json(summary: Summary) -> dict[str, Any]:
         "binlog": binlog_json(None if offset is None else offset.binlog),
         "snapshot": None if cursor is None else cursor.to_json_obj(),
         "added": None if offset is None or offset.added is None else offset.added.to_json_obj(),
+        "rereads": [] if offset is None else [r.to_json_obj() for r in offset.rereads.queue],
         "tables_done": list(summary.tables_done),
         "tables_pending": list(summary.tables_pending),
         "tables_from": summary.tables_from,

@@ -389,3 +389,23 @@ def test_table_progress_counts_rows_below_the_frontier(capsys) -> None:
     assert "s.o     in progress                  498            ~800       62%" in text
     assert "s.c     done                         all            ~250      100%" in text
     assert "binlog lag      596 bytes behind the head" in text
+
+
+def test_rereads_in_progress_are_shown(tmp_path: Path, capsys) -> None:
+    rereads = {
+        "n": 2,
+        "queue": [
+            {"n": 1, "table": "shop.orders", "where": "id > 10", "after": [400]},
+            {"n": 2, "table": "shop.items", "after": None},
+        ],
+        "file": "00000000000000000001-1.json",
+    }
+    last = json.loads(cdc_offset(None, pos=537983))
+    last.update(v=4, rereads=rereads)
+    ck = write_checkpoint(tmp_path / "ck", [*HANDED_OVER_RUN, [json.dumps(last)]], committed=6)
+    code, out, _ = run([str(ck)], capsys)
+    assert code == 0
+    assert "re-read #1 of shop.orders where id > 10: read to key [400]" in out
+    assert "re-read #2 of shop.items: not begun" in out
+    code, out, _ = run([str(ck), "--json"], capsys)
+    assert json.loads(out)["summary"]["rereads"] == rereads["queue"]
