@@ -177,9 +177,13 @@ class BinlogReader:
         take = pa.array(rows)
         use_before = pa.array(ops == _OP_DELETE)
 
+        taken: dict[int, pa.Array] = {}
+
         def image_column(i: int) -> pa.Array:  # a delete's before-image, else the after
-            before = images.column("before", i).take(take)
-            return pc.if_else(use_before, before, images.column("after", i).take(take))
+            if i not in taken:  # a key column serves row_key and the output alike
+                before = images.column("before", i).take(take)
+                taken[i] = pc.if_else(use_before, before, images.column("after", i).take(take))
+            return taken[i]
 
         origins = None
         if writer.metadata:
