@@ -131,9 +131,9 @@ class HistoryTable(LakeTable):
 
     def _append_first_versions(self, table, reads: pa.Table, commit) -> str:
         count = reads.num_rows
-        since = pc.multiply(reads.column("_ts_ms").cast(pa.int64()), 1000).cast(TIME)
-        versions = reads.append_column("valid_from", since)
-        versions = versions.append_column("valid_to", pa.nulls(count, TIME))
+        ms = reads.column("_ts_ms").to_numpy()
+        versions = reads.append_column("valid_from", _times(ms, np.arange(count)))
+        versions = versions.append_column("valid_to", _times(ms, np.full(count, -1)))
         versions = versions.append_column("is_current", pa.array([True] * count))
         self.append(table, versions, commit)
         return f"{count} first version(s) read by the snapshot appended"
