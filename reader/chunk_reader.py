@@ -415,7 +415,7 @@ class ChunkReader:
                 yield from writer.snapshot_text_batches(
                     schema, columns[:width], seqs, target.ts, target, keys
                 )
-        restored = list(restored_rows(overrides))
+        restored = restored_rows(overrides)
         images = [
             Emitted(schema, READ, None, row, prefix + key.hex(), target.ts) for key, row in restored
         ]

@@ -70,10 +70,8 @@ def cut(tables: Iterable[pa.Table], rows: int) -> Iterator[tuple[int, pa.Table, 
                 yield index, ready, False
                 index, ready = index + 1, None
             whole = pa.concat_tables(pending)
-            pending = []
             ready = whole.slice(0, rows).combine_chunks()
             rest = whole.slice(rows)
-            del whole
             pending, count = ([rest] if rest.num_rows else []), rest.num_rows
     if count:
         if ready is not None:
