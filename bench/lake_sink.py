@@ -2,7 +2,7 @@
 ``cdc_source.delta`` (each mode asked for) and by ``writeStream.format("parquet")``, with
 the peak RSS of the Python driver and of Spark's JVM. Measurement only.
 
-    python bench/lake_sink.py                           # batches of 200,000 and 2,000,000 rows
+    python bench/lake_sink.py                           # batches of 200,000, 2M and 4M rows
     python bench/lake_sink.py --rows 100000,1000000 --modes mirror
 
 Each run is a fresh process (its own Spark, ``local[2]``), an availableNow query whose
@@ -10,7 +10,7 @@ snapshot is one batch (``scan.snapshot.rows-per-batch`` twice the table's rows, 
 budget out of the way); then 20,000 rows spread over the table are updated and a second
 query on the same checkpoint reads them as one binlog batch. The Python driver's peak RSS
 (``VmHWM``) of the snapshot batch is the slice the sink holds (``slice_rows``, the same
-for both sizes): its slices of snapshot reads are appended, not merged. The binlog batch
+for every size): its slices of snapshot reads are appended, not merged. The binlog batch
 is merged, and delta-rs's MERGE takes memory that grows with the target table
 (docs/design.md, 'The lake sink'). The table, ``lakebench.orders`` on a throwaway
 MariaDB, has an INT key, three VARCHARs, a DECIMAL, an INT and a DATETIME, every value a
@@ -155,7 +155,9 @@ def _query(options: dict, sink: str, out: str, what: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", default="200000,2000000", help="batch sizes, comma-separated")
+    parser.add_argument(
+        "--rows", default="200000,2000000,4000000", help="batch sizes, comma-separated"
+    )
     parser.add_argument("--modes", default="mirror,history,append", help="lake modes to run")
     args = parser.parse_args(argv)
     sinks = ["parquet", *args.modes.split(",")]

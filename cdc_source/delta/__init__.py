@@ -35,7 +35,7 @@ from cdc_source.delta.lake_table import LakeTable, LegacyTableError, typed_field
 from cdc_source.delta.mirror_table import MirrorTable
 from cdc_source.delta.source_options import source_options
 from cdc_source.delta.table_set import TableSet
-from cdc_source.delta.transactions import app_id_of
+from cdc_source.delta.transactions import staging_of
 from cdc_source.delta.writer import SLICE_ROWS, Applied, LakeWriter
 
 MODES: dict[str, type[LakeTable]] = {
@@ -55,14 +55,19 @@ def writer(
     *,
     options: dict[str, str] | None = None,
     slice_rows: int = SLICE_ROWS,
+    staging: str | None = None,
     on_apply: Callable[[Applied], None] | None = None,
 ) -> LakeWriter:
     """The ``foreachBatch`` function writing ``stream_df`` (a ``cdc-mysql`` stream) into
     lake tables at ``table_path`` in ``mode``, its lake tables created (empty) if new.
 
-    ``checkpoint`` names the query's commits (use the query's checkpoint location);
+    ``checkpoint`` is the query's checkpoint location (the writer's commits are named
+    by the query's id, which Spark keeps there);
     ``options`` are the stream's (read from ``stream_df`` when not given); ``on_apply``
-    is called after each table's slice is applied."""
+    is called after each table's slice is applied. ``staging`` is where the executors
+    write a batch for the driver to read in slices (default: a directory of this writer
+    under ``checkpoint``); on a cluster it must be a path or URI that the executors and
+    the driver both open with pyarrow (:mod:`cdc_source.delta.slices`)."""
     from cdc_source.datasource import discover
     from cdc_source.options import parse_options
     from cdc_source.output_schema import is_envelope
@@ -70,6 +75,8 @@ def writer(
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     kind = MODES[mode]
+    if staging is None:
+        staging = staging_of(checkpoint, table_path, mode)
     parsed = parse_options(options if options is not None else source_options(stream_df))
     tables = discover(parsed)
     if not tables:
@@ -80,11 +87,9 @@ def writer(
         lakes = TableSet(
             table_path,
             tables,
-            lambda path, table, fields: kind(
-                path, table, app_id_of(checkpoint, mode, table.name), fields
-            ),
+            lambda path, table, fields: kind(path, table, None, fields),
         )
-        result = LakeWriter(table_set=lakes, slice_rows=slice_rows)
+        result = LakeWriter(table_set=lakes, staging=staging, slice_rows=slice_rows)
     else:
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -94,8 +99,8 @@ def writer(
                 "its 'metadata.list' option (the lake table matches rows on it)"
             )
         fields = typed_fields(to_arrow_schema(stream_df.schema, timezone="UTC"))
-        lake = kind(table_path, tables[0], app_id_of(checkpoint, mode), fields)
-        result = LakeWriter(lake=lake, slice_rows=slice_rows)
+        lake = kind(table_path, tables[0], None, fields)
+        result = LakeWriter(lake=lake, staging=staging, slice_rows=slice_rows)
     result.on_apply = on_apply
     result.create()
     return result
@@ -110,13 +115,20 @@ def mirror(
     options: dict[str, str] | None = None,
     trigger: dict | None = None,
     slice_rows: int = SLICE_ROWS,
+    staging: str | None = None,
 ):
     """Starts the query writing ``stream_df`` into lake tables at ``table_path`` in
     ``mode`` (``mirror``, ``history`` or ``append``) with its checkpoint at
     ``checkpoint``; returns the started ``StreamingQuery``. ``trigger`` is passed to
     ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``)."""
     batches = writer(
-        stream_df, table_path, checkpoint, mode, options=options, slice_rows=slice_rows
+        stream_df,
+        table_path,
+        checkpoint,
+        mode,
+        options=options,
+        slice_rows=slice_rows,
+        staging=staging,
     )
     stream = stream_df.writeStream.foreachBatch(batches).option("checkpointLocation", checkpoint)
     if trigger:

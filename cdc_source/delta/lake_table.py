@@ -17,6 +17,7 @@ class LegacyTableError(ValueError):
 
 
 SHARED = "cdc-mysql lake table written by several queries"
+UNCLAIMED = "cdc-mysql lake table, created empty, not written yet"
 
 
 @dataclass(frozen=True)
@@ -37,17 +38,29 @@ def typed_fields(schema: pa.Schema) -> list[pa.Field]:
 class LakeTable:
     """One source table's Delta table in one mode. ``fields`` are its typed columns (else
     taken from the first slice); ``apply`` merges a slice of changes (the typed columns,
-    ``_op``, ``_seq``, ``_ts_ms`` and ``_key``, in any order) in one commit."""
+    ``_op``, ``_seq``, ``_ts_ms`` and ``_key``, in any order) in one commit. ``app_id``
+    names the query's commits (:func:`~cdc_source.delta.transactions.app_id_of`); a writer
+    that learns it at its first batch passes None and calls :meth:`bind` then."""
 
     mode = ""
     own_columns: tuple[str, ...] = ()  # the columns of the mode, after the typed ones
 
-    def __init__(self, path: str, table, app_id: str, fields=None) -> None:
+    def __init__(self, path: str, table, app_id: str | None, fields=None) -> None:
         reserved_clash(table)
         self.path = path
         self.name = table.name
-        self.app_id = app_id
+        self._app_id = app_id
         self.fields = list(fields) if fields is not None else None
+
+    @property
+    def app_id(self) -> str:
+        if self._app_id is None:
+            raise RuntimeError(f"the lake table of {self.name} is not bound to a query yet")
+        return self._app_id
+
+    def bind(self, app_id: str) -> None:
+        """Names the query whose commits this object makes."""
+        self._app_id = app_id
 
     def own_fields(self) -> list[pa.Field]:
         raise NotImplementedError
@@ -63,7 +76,7 @@ class LakeTable:
         if not DeltaTable.is_deltatable(self.path):
             fields = self.fields if self.fields is not None else typed_fields(schema)
             DeltaTable.create(
-                self.path, self.delta_schema(fields), mode="ignore", description=self.marker
+                self.path, self.delta_schema(fields), mode="ignore", description=UNCLAIMED
             )
         table = DeltaTable(self.path)
         have = {f.name for f in table.schema().fields}
@@ -83,12 +96,16 @@ class LakeTable:
         """The description of a Delta table this query created (its application id)."""
         return f"cdc-mysql {self.mode} of {self.name}, written by application {self.app_id}"
 
-    def created_here(self, table) -> bool:
-        """Whether this query created the table and no other query has written to it:
-        then each of its rows came from a slice of this query, in ``_seq`` order. The
-        first write of another query to the table marks it shared, for good."""
+    def written_alone(self, table) -> bool:
+        """Whether every row of the table came from this query, in ``_seq`` order: no
+        other query has written to it. The first write of a query to a table created
+        empty claims it (its description names the query); the first write of another
+        query to a claimed table marks it shared, for good."""
         description = table.metadata().description
         if description == self.marker:
+            return True
+        if description == UNCLAIMED and table.version() == 0:
+            table.alter.set_table_description(self.marker)
             return True
         if description != SHARED:
             table.alter.set_table_description(SHARED)
@@ -134,12 +151,12 @@ class LakeTable:
             return Outcome("no changes", False)
         version = slice_version(batch_id, index, last)
         commit = CommitProperties(app_transactions=[Transaction(self.app_id, version)])
-        alone = self.created_here(table)
+        alone = self.written_alone(table)
         before = table.version()
         text = self.merge(table, changes, commit, alone=alone)
         return Outcome(text, DeltaTable(self.path).version() != before)
 
     def merge(self, table, changes: pa.Table, commit, alone: bool) -> str:
         """Writes ``changes`` in one commit carrying ``commit``; says what it did.
-        ``alone``: every row of the table came from this query (:meth:`created_here`)."""
+        ``alone``: every row of the table came from this query (:meth:`written_alone`)."""
         raise NotImplementedError

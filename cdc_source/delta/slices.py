@@ -2,48 +2,130 @@
 
 The batch (persisted on the executors' disks, so the source is read once) is range
 partitioned by ``_seq`` into about one partition per ``rows`` rows and sorted within each;
-each partition leaves the executors as Arrow IPC streams (one per Arrow batch of
-``spark.sql.execution.arrow.maxRecordsPerBatch`` rows), which the driver reads one
-partition at a time (``toLocalIterator``) and cuts every ``rows`` rows. The Python driver
-holds at most one slice and the rows gathered for the next; Spark's driver one partition, about
-a slice (range partitioning samples the batch, so partitions are near, not exactly, equal).
+each task writes its partition as one Arrow IPC stream file into a staging directory
+(written under a temporary name, then renamed, so a retried task leaves one whole file).
+The driver then reads the files in partition order, one Arrow batch
+(``spark.sql.execution.arrow.maxRecordsPerBatch`` rows) at a time, and cuts them every
+``rows`` rows. No row of the batch passes through Spark's driver (a task's result is a
+file name and a count), and the Python driver holds at most one slice and the rows
+gathered for the next.
+
+The staging directory is reached by the executors and by the driver through pyarrow's
+file systems (``pyarrow.fs.FileSystem.from_uri``): a local path on one machine, or a URI
+both sides can open (``s3://``, ``gs://``, ``hdfs://``) on a cluster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-IPC_COLUMN = "ipc"
+STAGED_SCHEMA = "partition int, path string, rows long"
 
 
-def _ipc_streams(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Each Arrow batch of a partition as one row holding its IPC stream (on executors)."""
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema) as writer:
+@dataclass(frozen=True)
+class StagedPart:
+    """One partition of a batch, written by its task."""
+
+    partition: int
+    path: str
+    rows: int
+
+
+def _filesystem(uri: str):
+    from pyarrow import fs
+
+    if "://" not in uri:
+        return fs.LocalFileSystem(), uri
+    return fs.FileSystem.from_uri(uri)
+
+
+def write_part(
+    batches: Iterable[pa.RecordBatch], directory: str, partition: int, attempt: int
+) -> StagedPart:
+    """Writes one partition's batches as an IPC stream file in ``directory`` (under a name
+    of the task ``attempt``, renamed once whole); an empty partition leaves no file."""
+    filesystem, root = _filesystem(directory)
+    path = f"{root}/part-{partition:06d}.arrow"
+    temporary = f"{path}.{attempt}.tmp"
+    rows = 0
+    writer = None
+    with filesystem.open_output_stream(temporary) as sink:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if writer is None:
+                writer = pa.ipc.new_stream(sink, batch.schema)
             writer.write_batch(batch)
-        stream = sink.getvalue()
-        offsets = pa.array([0, stream.size], pa.int32()).buffers()[1]
-        blob = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, stream])
-        yield pa.record_batch([blob], names=[IPC_COLUMN])
+            rows += batch.num_rows
+        if writer is not None:
+            writer.close()
+    if rows:
+        filesystem.move(temporary, path)
+    else:
+        filesystem.delete_file(temporary)
+    return StagedPart(partition, path if rows else "", rows)
 
 
-def arrow_batches(batch_df, rows: int) -> Iterator[pa.Table]:
-    """The rows of a Spark DataFrame in ``_seq`` order, as Arrow tables of at most
-    ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each, read in partitions of about
-    ``rows`` rows. ``batch_df`` should be persisted: it is counted, then sorted."""
+def part_writer(directory: str):
+    """The ``mapInArrow`` function that writes a task's partition (:func:`write_part`)
+    and returns its ``StagedPart`` as one row (on executors)."""
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = write_part(batches, directory, context.partitionId(), context.taskAttemptId())
+        yield pa.record_batch(
+            [
+                pa.array([part.partition], pa.int32()),
+                pa.array([part.path]),
+                pa.array([part.rows], pa.int64()),
+            ],
+            names=["partition", "path", "rows"],
+        )
+
+    return write
+
+
+def stage(batch_df, rows: int, directory: str) -> list[StagedPart]:
+    """Writes ``batch_df`` into ``directory`` (emptied first) as IPC stream files, one per
+    range partition of about ``rows`` rows, sorted by ``_seq``; returns the non-empty
+    parts in order. ``batch_df`` should be persisted: it is counted, then sorted."""
+    filesystem, root = _filesystem(directory)
+    filesystem.create_dir(root, recursive=True)
+    filesystem.delete_dir_contents(root, missing_dir_ok=True)
     count = batch_df.count()
     if not count:
-        return
+        return []
     partitions = -(-count // rows)
     ordered = batch_df.repartitionByRange(partitions, "_seq").sortWithinPartitions("_seq")
-    streams = ordered.mapInArrow(_ipc_streams, f"{IPC_COLUMN} binary")
-    for row in streams.toLocalIterator():
-        yield pa.ipc.open_stream(pa.py_buffer(row[0])).read_all()
+    written = ordered.mapInArrow(part_writer(directory), STAGED_SCHEMA).collect()
+    parts = [StagedPart(r["partition"], r["path"], r["rows"]) for r in written if r["rows"]]
+    staged = sum(part.rows for part in parts)
+    if staged != count:
+        raise RuntimeError(f"the batch has {count} rows but {staged} were staged in {directory}")
+    return sorted(parts, key=lambda part: part.partition)
+
+
+def read_staged(directory: str, parts: list[StagedPart]) -> Iterator[pa.Table]:
+    """The staged rows in ``_seq`` order, one Arrow batch at a time."""
+    filesystem, _ = _filesystem(directory)
+    for part in parts:
+        with filesystem.open_input_stream(part.path) as source:
+            for batch in pa.ipc.open_stream(source):
+                yield pa.Table.from_batches([batch])
+
+
+def remove_staged(directory: str) -> None:
+    """Removes the staging directory of a batch that is applied."""
+    from pyarrow import fs
+
+    filesystem, root = _filesystem(directory)
+    if filesystem.get_file_info(root).type != fs.FileType.NotFound:
+        filesystem.delete_dir(root)
 
 
 def cut(tables: Iterable[pa.Table], rows: int) -> Iterator[tuple[int, pa.Table, bool]]:

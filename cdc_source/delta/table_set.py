@@ -1,7 +1,7 @@
 """Several source tables (the envelope schema): one Delta table each, at
 ``<root>/<db>.<table>``, with the typed columns the source gives when it captures that
 table alone. A slice's changes are applied table by table in name order, each table in its
-own commit with its own application transaction (app id from the checkpoint and the
+own commit with its own application transaction (app id from the query and the
 table), so a batch run again after a crash between two tables' commits skips the tables
 already applied and applies the others."""
 

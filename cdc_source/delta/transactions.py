@@ -1,7 +1,8 @@
 """Delta application transactions: how a re-run batch (or slice of one) is recognised.
 
 Every commit of a lake table carries an application transaction: its app id names the
-query (its checkpoint), the mode and the source table; its version names the Spark batch
+query (Spark's query id, kept in the checkpoint: the same across restarts, new for a new
+checkpoint, even at the same path), the mode and the source table; its version names the Spark batch
 and the slice of the batch it applied. A batch is merged in slices of bounded size, in
 ``_seq`` order, one commit per slice, so a batch that Spark runs again after a crash skips
 the slices already committed and applies the rest. A slice is identified by its index: the
@@ -19,10 +20,19 @@ import os
 SLICE_LIMIT = 1 << 24  # slices per batch (the versions between two batches' ids)
 
 
-def app_id_of(checkpoint: str, mode: str, table: str | None = None) -> str:
-    """Delta's application id of a query's commits (per table when there are several)."""
-    key = os.path.abspath(checkpoint) + ("" if table is None else "\0" + table)
+def app_id_of(query_id: str, mode: str, table: str) -> str:
+    """Delta's application id of a query's commits to one source table's lake table."""
+    key = f"{query_id}\0{table}"
     return f"cdc-mysql:{mode}:" + hashlib.sha1(key.encode()).hexdigest()
+
+
+def staging_of(checkpoint: str, table_path: str, mode: str) -> str:
+    """The default staging directory of a writer: under the query's checkpoint, one per
+    lake table path and mode (several writers may share a query)."""
+    key = os.path.abspath(table_path) if "://" not in table_path else table_path
+    name = hashlib.sha1(f"{mode}\0{key}".encode()).hexdigest()[:16]
+    root = os.path.abspath(checkpoint) if "://" not in checkpoint else checkpoint.rstrip("/")
+    return f"{root}/lake-staging/{mode}-{name}"
 
 
 def slice_version(batch_id: int, index: int, last: bool) -> int:

@@ -1,8 +1,8 @@
 """The ``foreachBatch`` function that writes a change stream into lake tables.
 
 A batch already wholly in every lake table is skipped without reading it. Otherwise it
-is read in ``_seq`` order in slices of at most ``slice_rows`` rows
-(:mod:`cdc_source.delta.slices`), and each slice is applied to each table in one commit
+is staged by the executors and read in ``_seq`` order in slices of at most ``slice_rows``
+rows (:mod:`cdc_source.delta.slices`), and each slice is applied to each table in one commit
 that carries the slice's application transaction (:mod:`cdc_source.delta.transactions`).
 """
 
@@ -16,10 +16,12 @@ import pyarrow as pa
 
 from cdc_source.delta.changes import KEY, ROW_KEY
 from cdc_source.delta.lake_table import LakeTable, Outcome
-from cdc_source.delta.slices import arrow_batches, cut
+from cdc_source.delta.slices import cut, read_staged, remove_staged, stage
 from cdc_source.delta.table_set import TableSet
+from cdc_source.delta.transactions import app_id_of
 
 log = logging.getLogger("cdc_mysql.delta")
+QUERY_ID = "sql.streaming.queryId"  # the local property Spark sets while a batch runs
 SLICE_ROWS = 200_000  # rows per slice: one MERGE's source, the driver's working set
 
 
@@ -50,17 +52,22 @@ class LakeWriter:
     """Applies change batches to the lake tables of one query: ``lake`` for a single
     source table (its columns as the stream gives them), ``table_set`` for several (the
     envelope schema). Call it as ``foreachBatch``'s function. Rows are matched on the
-    source's ``row_key`` (kept as ``_key``), so the writer needs no server connection."""
+    source's ``row_key`` (kept as ``_key``), so the writer needs no server connection.
+    ``staging`` is the directory a batch is staged in while it is applied (one
+    subdirectory per batch, removed once the batch is applied)."""
 
     def __init__(
         self,
         lake: LakeTable | None = None,
         table_set: TableSet | None = None,
+        *,
+        staging: str,
         slice_rows: int = SLICE_ROWS,
         on_apply: Callable[[Applied], None] | None = None,
     ) -> None:
         if (lake is None) == (table_set is None):
             raise ValueError("a writer needs one lake table or one table set")
+        self.staging = staging
         self.lake = lake
         self.table_set = table_set
         self.slice_rows = slice_rows
@@ -76,7 +83,18 @@ class LakeWriter:
         for lake in self.lakes:
             lake.table()
 
+    def bind(self, batch_df) -> None:
+        """Names this query's commits by Spark's id of the query running the batch."""
+        query_id = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID)
+        if not query_id:
+            raise RuntimeError(
+                "the lake writer runs as the foreachBatch function of a streaming query"
+            )
+        for lake in self.lakes:
+            lake.bind(app_id_of(query_id, lake.mode, lake.name))
+
     def __call__(self, batch_df, batch_id: int) -> None:
+        self.bind(batch_df)
         if all(lake.batch_applied(batch_id) for lake in self.lakes):
             for lake in self.lakes:
                 log.info("batch %d: %s: already applied", batch_id, lake.name)
@@ -87,12 +105,15 @@ class LakeWriter:
             self.source_schema = to_arrow_schema(batch_df.schema, timezone="UTC")
         from pyspark import StorageLevel
 
+        directory = f"{self.staging}/batch-{batch_id}"
         batch_df.persist(StorageLevel.DISK_ONLY)
         try:
-            for index, part, last in cut(arrow_batches(batch_df, self.slice_rows), self.slice_rows):
-                self.apply_slice(part, batch_id, index, last)
+            parts = stage(batch_df, self.slice_rows, directory)
         finally:
             batch_df.unpersist()
+        for index, part, last in cut(read_staged(directory, parts), self.slice_rows):
+            self.apply_slice(part, batch_id, index, last)
+        remove_staged(directory)
 
     def apply_slice(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:
         """Applies slice ``index`` of a batch (``last``: its last) to every lake table."""

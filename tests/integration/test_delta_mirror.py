@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -158,6 +159,35 @@ def test_the_delta_mirror_is_exact_after_a_crash_between_the_delta_and_spark_com
     expected = {r[0]: tuple(r[1:]) for r in rows}
     assert len(mirror) == len(got), "a key appears twice in the Delta table"
     assert got == expected
+
+
+@SINK_ONLY
+def test_a_new_query_at_a_reused_checkpoint_path_skips_no_batch_and_appends_no_duplicate(
+    server, tmp_path
+):
+    """A user who deletes a query's checkpoint and starts again at the same path, into
+    the same Delta table, starts a new query (Spark gives it a new id): its batches, from
+    0 again, are not taken for the old query's, and its snapshot's reads of keys already
+    in the table are merged, not appended beside them."""
+    database = server.fresh_database("delta_reuse")
+    server.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL)", database=database)
+    with server.admin(database) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(ROWS)])
+    checkpoint, table_path = tmp_path / "checkpoint", tmp_path / "delta"
+    first = _run(server, database, checkpoint, table_path, "--available-now")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
+    with server.admin(database) as conn, conn.cursor() as cur:
+        cur.execute("UPDATE t SET v = v + 1000 WHERE id % 3 = 0")
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(ROWS + i, i) for i in range(50)])
+    shutil.rmtree(checkpoint)
+    again = _run(server, database, checkpoint, table_path, "--available-now")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert "already applied" not in again.stdout
+    mirror = deltalake.DeltaTable(str(table_path)).to_pyarrow_table(columns=["id", "v"])
+    got = mirror.to_pylist()
+    assert len(got) == len({r["id"] for r in got}), "a key appears twice in the Delta table"
+    rows = server.query("SELECT id, v FROM t", database=database)
+    assert {r["id"]: r["v"] for r in got} == {r[0]: r[1] for r in rows}
 
 
 # -- several tables --------------------------------------------------------------------

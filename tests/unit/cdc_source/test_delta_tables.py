@@ -18,9 +18,10 @@ from cdc_source.delta.change_log import ChangeLogTable
 from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.lake_table import SHARED
 from cdc_source.delta.mirror_table import MirrorTable
-from cdc_source.delta.slices import _ipc_streams, cut
+from cdc_source.delta.slices import cut, read_staged, write_part
 from cdc_source.delta.transactions import (
     SLICE_LIMIT,
+    app_id_of,
     batch_applied,
     slice_applied,
     slice_version,
@@ -131,15 +132,22 @@ def test_a_full_slice_leaves_at_the_first_row_after_it_not_when_the_next_is_full
     assert read == [0, 1, 2, 3]  # one row past it read: the next slice is not gathered yet
 
 
-def test_each_arrow_batch_leaves_the_executors_as_one_ipc_stream_read_back_equal():
-    batches = [_changes(rows).to_batches()[0] for rows in SLICES]
-    batches.append(pa.RecordBatch.from_pylist([], schema=SCHEMA))
-    blobs = list(_ipc_streams(batches))
-    assert len(blobs) == len(SLICES)  # an empty batch leaves nothing
-    for blob, rows in zip(blobs, SLICES):
-        assert blob.schema.field(0).type == pa.binary()
-        read = pa.ipc.open_stream(blob.column(0)[0].as_buffer()).read_all()
-        assert read.equals(_changes(rows))
+def test_a_staged_partition_is_read_back_equal_in_partition_order(tmp_path):
+    """Each task's batches become one file; the driver reads the parts in the order of
+    their partitions, whatever order the tasks finished in, and an empty one leaves none."""
+    empty = pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    parts = [
+        write_part([_changes(rows).to_batches()[0], empty], str(tmp_path), partition, 7)
+        for partition, rows in reversed(list(enumerate(SLICES)))
+    ]
+    nothing = write_part([empty], str(tmp_path), len(SLICES), 7)
+    assert nothing.rows == 0 and not nothing.path
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"part-{i:06d}.arrow" for i in range(len(SLICES))
+    ]
+    ordered = sorted(parts, key=lambda part: part.partition)
+    read = list(read_staged(str(tmp_path), ordered))
+    assert pa.concat_tables(read).equals(pa.concat_tables([_changes(r) for r in SLICES]))
 
 
 def test_a_slice_is_applied_once_its_version_or_a_later_one_is_in_the_table():
@@ -211,6 +219,9 @@ READS_FIRST = [SLICES[0][:3], SLICES[0][3:], SLICES[1], SLICES[2]]
 READS_PLAN = [(0, 0, False), (0, 1, True), (1, 0, False), (1, 1, True)]
 
 
+CLAIM = "UPDATE TABLE METADATA"  # a query's first write to a table created empty claims it
+
+
 def _operations(path) -> list[str]:
     return [entry["operation"] for entry in reversed(deltalake.DeltaTable(str(path)).history())]
 
@@ -224,11 +235,12 @@ def test_a_slice_of_snapshot_reads_is_appended_and_the_table_is_the_one_a_merge_
     end the same."""
     appended = kind(str(tmp_path / "a"), TABLE, "app", fields=FIELDS)
     _apply(appended, READS_FIRST, READS_PLAN)
-    kind(str(tmp_path / "m"), TABLE, "creator", fields=FIELDS).table()
+    creator = kind(str(tmp_path / "m"), TABLE, "creator", fields=FIELDS)
+    assert creator.written_alone(creator.table())  # claimed by its first write
     merged = kind(str(tmp_path / "m"), TABLE, "app", fields=FIELDS)
     _apply(merged, READS_FIRST, READS_PLAN)
     assert _rows(tmp_path / "a") == _rows(tmp_path / "m")
-    assert _operations(tmp_path / "a")[1:] == ["WRITE", "MERGE", "MERGE", "MERGE"]
+    assert _operations(tmp_path / "a")[1:] == [CLAIM, "WRITE", "MERGE", "MERGE", "MERGE"]
     assert "WRITE" not in _operations(tmp_path / "m")
     assert deltalake.DeltaTable(str(tmp_path / "m")).metadata().description == SHARED
 
@@ -244,5 +256,18 @@ def test_a_table_another_query_wrote_to_is_merged_into_even_by_the_query_that_cr
     MirrorTable(path, TABLE, "second", fields=FIELDS).apply(_changes([("r", 2, 20, 2, 100)]), 0)
     first.apply(_changes([("r", 2, 21, 3, 101)]), 1)
     assert [(r["id"], r["v"]) for r in _rows(path, ("id",))] == [(1, 10), (2, 21)]
-    assert _operations(path)[1] == "WRITE"  # the first query's first slice, alone then
+    assert _operations(path)[1:3] == [CLAIM, "WRITE"]  # the first query's first slice, alone
     assert _operations(path)[-1] == "MERGE"
+
+
+def test_a_new_query_into_a_table_an_earlier_query_wrote_skips_no_batch(tmp_path):
+    """A query on a new checkpoint (a new query id, the same path or not) numbers its
+    batches from 0 again: none of them is taken for the earlier query's, and its reads of
+    keys already there are merged, not appended beside them."""
+    path = str(tmp_path / "m")
+    earlier = MirrorTable(path, TABLE, app_id_of("query-1", "mirror", TABLE.name), FIELDS)
+    earlier.apply(_changes([("r", 1, 10, 1, 100), ("r", 2, 20, 2, 100)]), 0)
+    later = MirrorTable(path, TABLE, app_id_of("query-2", "mirror", TABLE.name), FIELDS)
+    outcome = later.apply(_changes([("r", 1, 11, 5, 200), ("r", 3, 30, 6, 200)]), 0)
+    assert outcome.committed
+    assert [(r["id"], r["v"]) for r in _rows(path, ("id",))] == [(1, 11), (2, 20), (3, 30)]
