@@ -11,8 +11,8 @@ libFuzzer runtime preloaded (atheris' documented mode for native extensions) and
 watches. Seeds: ``tests/data/fuzz_seeds/<target>`` (real events and result sets, see
 ``tests/fuzz/make_seeds.py``) and the inputs of past findings under ``regressions/``.
 
-Prints per target: seconds, executions, edges covered (libFuzzer's ``cov``: instrumented
-edges of the C code; of the Python module for ``json``), of how many the loaded native
+Prints per target: seconds, CPU seconds, executions, edges covered (libFuzzer's ``cov``:
+instrumented edges of the C code; of the Python module for ``json``), of how many the loaded native
 modules have (they count the sanitizers' check branches too, which a correct program never
 takes, so the ratio is no coverage percentage), and findings, whose inputs are kept in the
 throwaway directory (printed).
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -87,6 +88,13 @@ def preload() -> str:
     return str(path)
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children: a target's own share of the
+    machine, which its wall time overstates on a loaded one."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_target(target: str, seconds: int, build_dir: Path, work: Path) -> dict:
     corpus = work / "corpus" / target
     findings = work / "findings" / target
@@ -100,7 +108,9 @@ def run_target(target: str, seconds: int, build_dir: Path, work: Path) -> dict:
     env = dict(os.environ, **ENV, LD_PRELOAD=preload())
     env["PYTHONPATH"] = os.pathsep.join([str(build_dir), str(ROOT)])
     started = time.monotonic()
+    cpu_before = _children_cpu()
     result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=work)
+    cpu = _children_cpu() - cpu_before
     output = result.stdout + result.stderr
     (work / f"{target}.log").write_text(output)
     executions = re.findall(r"stat::number_of_executed_units: (\d+)", output)
@@ -112,6 +122,7 @@ def run_target(target: str, seconds: int, build_dir: Path, work: Path) -> dict:
     return {
         "target": target,
         "seconds": round(time.monotonic() - started),
+        "cpu_seconds": round(cpu),
         "executions": int(executions[-1]) if executions else 0,
         "edges": int(coverage[-1]) if coverage else 0,
         "of": sum(int(n) for n in counters) or "-",
@@ -132,10 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     build_dir = work / "build"
     build(build_dir)
     results = [run_target(t, args.seconds, build_dir, work) for t in args.targets.split(",")]
-    print(f"{'target':<10} {'seconds':>7} {'executions':>11} {'edges':>6} {'of':>5}  findings")
+    print(
+        f"{'target':<10} {'seconds':>7} {'cpu s':>6} {'executions':>11} {'edges':>6} {'of':>5}"
+        "  findings"
+    )
     for r in results:
         found = ", ".join(r["findings"]) or "none"
-        figures = f"{r['seconds']:>7} {r['executions']:>11} {r['edges']:>6} {r['of']:>5}"
+        figures = (
+            f"{r['seconds']:>7} {r['cpu_seconds']:>6} {r['executions']:>11} {r['edges']:>6} "
+            f"{r['of']:>5}"
+        )
         print(f"{r['target']:<10} {figures}  {found}")
     if any(r["findings"] for r in results):
         print(f"inputs and logs of the findings: {work}")
