@@ -8,6 +8,12 @@ literals, 16-bit integers and, in the large form, 32-bit integers); offsets coun
 the first byte after the type byte. Strings and opaque values carry a variable-length
 size (7 bits per byte, low group first). Opaque values hold a MySQL field type and its
 binary form; the server prints them as ``Json_wrapper::to_string`` does (json_dom.cc).
+
+Offsets are not trusted to be distinct: bytes whose containers point into each other
+could make one element be decoded again and again, each level doubling the work (a few
+hundred bytes that never finish). In a document the server wrote, every element has an
+entry of at least three bytes of its own, so a document holds fewer elements than bytes;
+decoding stops with an error once it has met more elements than that.
 """
 
 from __future__ import annotations
@@ -32,11 +38,27 @@ class JsonBinaryError(ValueError):
     pass
 
 
+class _Budget:
+    """How many more container elements a document may hold (fewer than its bytes)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def spend(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise JsonBinaryError(
+                "binary JSON holds more elements than bytes: its containers overlap"
+            )
+
+
 def decode(data: bytes) -> Any:
     """The value of a whole binary JSON document (an empty document is JSON null)."""
     if not data:
         return None
-    return _value(data[0], memoryview(data), 1, len(data), 0)
+    return _value(data[0], memoryview(data), 1, len(data), 0, _Budget(len(data)))
 
 
 def _need(data: memoryview, pos: int, size: int, end: int) -> None:
@@ -60,11 +82,11 @@ def _varlen(data: memoryview, pos: int, end: int) -> tuple[int, int]:
     raise JsonBinaryError("binary JSON length longer than 5 bytes")
 
 
-def _value(kind: int, data: memoryview, pos: int, end: int, depth: int) -> Any:
+def _value(kind: int, data: memoryview, pos: int, end: int, depth: int, budget: _Budget) -> Any:
     if depth > _MAX_DEPTH:
         raise JsonBinaryError("binary JSON nested too deeply")
     if kind in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
-        return _container(kind, data, pos, end, depth)
+        return _container(kind, data, pos, end, depth, budget)
     if kind == LITERAL:
         literal = _uint(data, pos, 1, end)
         if literal > 2:
@@ -90,11 +112,12 @@ def _value(kind: int, data: memoryview, pos: int, end: int, depth: int) -> Any:
     raise JsonBinaryError(f"binary JSON value type {kind:#x}")
 
 
-def _container(kind: int, data: memoryview, pos: int, end: int, depth: int) -> Any:
+def _container(kind: int, data: memoryview, pos: int, end: int, depth: int, budget: _Budget) -> Any:
     large = kind in (LARGE_OBJECT, LARGE_ARRAY)
     is_object = kind in (SMALL_OBJECT, LARGE_OBJECT)
     width = 4 if large else 2
     count = _uint(data, pos, width, end)
+    budget.spend(count)
     size = _uint(data, pos + width, width, end)
     _need(data, pos, size, end)
     limit = pos + size
@@ -114,10 +137,10 @@ def _container(kind: int, data: memoryview, pos: int, end: int, depth: int) -> A
         value_kind = _uint(data, entry, 1, limit)
         inline = value_kind in (LITERAL, INT16, UINT16) or (large and value_kind in (INT32, UINT32))
         if inline:
-            values.append(_value(value_kind, data, entry + 1, limit, depth + 1))
+            values.append(_value(value_kind, data, entry + 1, limit, depth + 1, budget))
         else:
             offset = _uint(data, entry + 1, width, limit)
-            values.append(_value(value_kind, data, pos + offset, limit, depth + 1))
+            values.append(_value(value_kind, data, pos + offset, limit, depth + 1, budget))
     return dict(zip(keys, values)) if is_object else values
 
 

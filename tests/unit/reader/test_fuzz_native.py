@@ -113,3 +113,14 @@ def test_a_short_sanitizer_run_of_every_target_finds_nothing(tmp_path):
     assert sorted(line[0] for line in lines) == sorted(t.TARGETS), output
     for _target, _, executions, edges, _, findings in lines:
         assert int(executions) > 0 and int(edges) > 0 and findings == "none", output
+
+
+@pytest.mark.parametrize("name", ["containers-sharing-elements", "containers-sharing-elements-2"])
+def test_json_whose_containers_share_elements_is_refused_at_once(name):
+    """Finding (json target, a 'slow unit' of 10-15 s under the sanitizers): containers
+    pointing into each other had elements decoded again and again, the work doubling per
+    level; the decoder now stops once a document holds more elements than bytes."""
+    from reader.json_binary import JsonBinaryError, decode
+
+    with pytest.raises(JsonBinaryError, match="more elements than bytes"):
+        decode((REGRESSIONS / "json" / name).read_bytes())

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reader.json_binary import JsonBinaryError, decode
+from reader.json_binary import SMALL_ARRAY, JsonBinaryError, decode
 from tests.support import binlog_encoder as enc
 from tests.support.json_documents import (
     CANONICAL_DOCUMENT,
@@ -105,3 +105,27 @@ def test_any_document_round_trips(document):
 def test_damaged_documents_are_refused(data):
     with pytest.raises((JsonBinaryError, ValueError)):
         decode(data)
+
+
+def _arrays_sharing_their_elements(levels: int) -> bytes:
+    """``levels`` small arrays, each of two elements that are both the next array (the
+    last is empty): offsets a server never writes, whose naive decoding visits
+    2**levels arrays."""
+    inner = (0).to_bytes(2, "little") + (4).to_bytes(2, "little")
+    for _ in range(levels):
+        entry = bytes([SMALL_ARRAY]) + (10).to_bytes(2, "little")
+        header = (2).to_bytes(2, "little") + (10 + len(inner)).to_bytes(2, "little")
+        inner = header + entry * 2 + inner
+    return bytes([SMALL_ARRAY]) + inner
+
+
+def test_containers_that_share_elements_are_refused_before_the_work_doubles():
+    """Finding (the json fuzz target, 'slow unit'): containers pointing into each other
+    made one element be decoded again and again. 40 levels (404 bytes) would be 2**40
+    arrays; the decoder stops once it has met more elements than the document has
+    bytes."""
+    data = _arrays_sharing_their_elements(40)
+    assert len(data) < 500
+    with pytest.raises(JsonBinaryError, match="more elements than bytes"):
+        decode(data)
+    assert decode(_arrays_sharing_their_elements(1)) == [[], []]  # shared, but small
