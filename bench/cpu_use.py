@@ -144,8 +144,12 @@ def jvm_pid(spark) -> int:
 
 
 def describe(seconds: dict[str, float], rows: int) -> str:
+    """Each process's CPU seconds and its seconds per million rows, then their total."""
     total = sum(seconds.values())
-    parts = ", ".join(f"{name} {value:.2f}" for name, value in seconds.items())
+    parts = ", ".join(
+        f"{name} {value:.2f} ({value / rows * 1e6 if rows else 0.0:.2f}/M)"
+        for name, value in seconds.items()
+    )
     per_million = total / rows * 1e6 if rows else 0.0
     return f"{parts}; total {total:.2f} CPU s ({per_million:.2f} per million rows)"
 

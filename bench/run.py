@@ -1,8 +1,10 @@
-"""cdc-mysql throughput against its peers, all measured in one run on a throwaway server.
+"""cdc-mysql throughput against its peers, all measured in one run on an embedded server.
 
-    python bench/run.py                    # 1,000,000 rows, 200,000 binlog changes
-    python bench/run.py --rows 100000 --changes 20000
+    python bench/run.py                    # 10,000,000 + 2,000,000 rows, 1,000,000 changes
+    python bench/run.py --rows 100000 --typed-rows 20000 --changes 20000 --fresh-data
 
+The tables are generated once, in a server directory kept between runs (--keep-data),
+and reused by every later run that asks for the same rows (bench/kept_data.py).
 Measurement only: nothing here passes or fails on a number. See bench/README.md.
 """
 
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kept_data
 import workload
 from cdc_runs import SnapshotConfig, run_available_now, run_batch_read, streaming_floor
 from ceiling import (
@@ -39,13 +42,24 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIGS = "8096x64,32768x32"
 WARMUP_ROWS = 200_000  # enough rows that the JVM has compiled the hot paths of a big read
 PROFILE_SERVER_IDS = (6101, 6102)
+BUFFER_POOL = "6G"  # the default tables take 3.1 GB in InnoDB: all cached, with room
+FLAVOUR = "mariadb"  # the embedded server this bench starts
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="snapshot table rows")
     parser.add_argument(
-        "--changes", type=int, default=1_000_000, help="row updates for the binlog phase"
+        "--rows",
+        type=int,
+        default=10_000_000,
+        help="rows of the snapshot table, orders (default %(default)s)",
+    )
+    parser.add_argument(
+        "--changes",
+        type=int,
+        default=1_000_000,
+        help="row updates for the binlog phase, on a table of min(--rows, 1,000,000) rows of "
+        "its own (default %(default)s)",
     )
     parser.add_argument(
         "--txn-rows", type=int, default=1000, help="updated rows per transaction (binlog phase)"
@@ -104,8 +118,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--typed-rows",
         type=int,
-        default=300_000,
-        help="rows of the 25-column typed table read by the source and by JDBC (0: skip)",
+        default=2_000_000,
+        help="rows of the 25-column typed table read by the source and by JDBC (0: skip; "
+        "default %(default)s)",
+    )
+    parser.add_argument(
+        "--keep-data",
+        default=None,
+        metavar="DIR",
+        help="the server directory whose tables are generated once and reused by later "
+        "runs (default: ~/.cache/cdc-mysql-bench/<flavour>); delete it to generate them anew",
+    )
+    parser.add_argument(
+        "--fresh-data",
+        action="store_true",
+        help="a throwaway server directory instead, loaded in this run and removed after it",
+    )
+    parser.add_argument(
+        "--buffer-pool",
+        default=BUFFER_POOL,
+        help="the server's InnoDB buffer pool, large enough to cache the tables "
+        "(default %(default)s)",
     )
     parser.add_argument("--pymysql-fetch", type=int, default=4096, help="PyMySQL fetchmany size")
     parser.add_argument("--skip-snapshot", action="store_true")
@@ -211,20 +244,87 @@ class Bench:
 
     # -- setup ----------------------------------------------------------------------------
     def load(self) -> None:
-        args = self.args
+        """The load step: every table this run reads, each loaded unless a kept directory
+        holds it already (bench/kept_data.py); then the row counts and sizes (a full scan,
+        which also brings a reused table into the buffer pool before anything is timed),
+        and the binlog files of earlier runs purged."""
+        began = time.perf_counter()
         with self.info.admin_connect() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {workload.DATABASE}")
+            kept_data.prepare(cur)
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {workload.DATABASE}")
             cur.execute(f"USE {workload.DATABASE}")
             cur.execute("SELECT VERSION()")
             self.results["server_version"] = str(cur.fetchone()[0])
-            for name in (workload.TABLE, workload.WARMUP_TABLE):
+            loads = {t: self._ensure(cur, t, rows, fill) for t, rows, fill in self._tables(cur)}
+            self.results["table"] = self._stats(cur, workload.TABLE, loads)
+            if TYPED_TABLE in loads:
+                self.results["typed_table"] = self._stats(cur, TYPED_TABLE, loads)
+        self.purge_binary_logs()
+        seconds = time.perf_counter() - began
+        self.results["load_step_seconds"] = round(seconds, 2)
+        say(f"load step: {seconds:.1f} s")
+
+    def purge_binary_logs(self) -> None:
+        """Rotate the binlog and remove the older files: before measuring (the loads and
+        earlier runs wrote them) and after (this run's changes, up to gigabytes)."""
+        with self.info.admin_connect() as conn, conn.cursor() as cur:
+            kept_data.purge_binary_logs(cur)
+
+    def _tables(self, cur) -> list[tuple[str, int, Callable[[], float]]]:
+        """(table, rows, what fills it on ``cur`` and returns its seconds) of every table
+        this run reads."""
+        from binlog_cases import WIDE_TABLE, create_wide
+
+        args = self.args
+
+        def orders_like(name: str, rows: int) -> Callable[[], float]:
+            def fill() -> float:
                 workload.create_table(cur, name)
-            say(f"loading {args.rows:,} rows into {workload.DATABASE}.{workload.TABLE}")
-            seconds = workload.load(cur, workload.TABLE, args.rows)
-            workload.load(cur, workload.WARMUP_TABLE, WARMUP_ROWS)
-            stats = workload.table_stats(cur, workload.TABLE)
-            say(f"loaded in {seconds:.1f} s: {stats}")
-            self.results["table"] = {**stats, "load_seconds": round(seconds, 2)}
+                return workload.load(cur, name, rows)
+
+            return fill
+
+        def wide() -> float:
+            began = time.perf_counter()
+            create_wide(cur, args.wide_rows)
+            return time.perf_counter() - began
+
+        tables = [
+            (workload.TABLE, args.rows, orders_like(workload.TABLE, args.rows)),
+            (workload.WARMUP_TABLE, WARMUP_ROWS, orders_like(workload.WARMUP_TABLE, WARMUP_ROWS)),
+        ]
+        if args.typed_rows and not args.skip_snapshot:
+            tables.append((TYPED_TABLE, args.typed_rows, lambda: load_typed(cur, args.typed_rows)))
+        if not args.skip_binlog:
+            rows = self.changes_rows()
+            tables.append((workload.CHANGES_TABLE, rows, orders_like(workload.CHANGES_TABLE, rows)))
+            if args.wide_rows:
+                tables.append((WIDE_TABLE, args.wide_rows, wide))
+        return tables
+
+    def changes_rows(self) -> int:
+        """Rows of the table the binlog phase updates: as many as the snapshot table up to
+        1,000,000, so that a bigger snapshot table does not change the binlog phase."""
+        return min(self.args.rows, workload.CHANGES_TABLE_ROWS)
+
+    def _ensure(self, cur, table: str, rows: int, fill: Callable[[], float]) -> float | None:
+        """Load ``table`` unless it is kept with ``rows`` rows; its load seconds, or None."""
+        seconds = kept_data.ensure(cur, workload.DATABASE, table, rows, fill)
+        if seconds is None:
+            say(f"{workload.DATABASE}.{table}: {rows:,} rows kept from an earlier run")
+        else:
+            say(f"{workload.DATABASE}.{table}: loaded {rows:,} rows in {seconds:.1f} s")
+        return seconds
+
+    def _stats(self, cur, table: str, loads: dict[str, float | None]) -> dict[str, Any]:
+        stats = workload.table_stats(cur, table)
+        seconds = loads[table]
+        say(f"{table}: {stats}")
+        return {
+            **stats,
+            "load_seconds": None if seconds is None else round(seconds, 2),
+            "reused": seconds is None,
+        }
 
     def warm_up(self, spark, jar: str | None) -> str | None:
         """Start Spark's Python workers and the JVM paths once, on a small table.
@@ -303,16 +403,6 @@ class Bench:
             say(f"WARNING: {run.name} counted {run.rows:,} rows, the table has {rows:,}")
         return run
 
-    def load_typed(self) -> int:
-        with self.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
-            rows = self.args.typed_rows
-            say(f"loading {rows:,} rows into the {TYPED_TABLE} table (25 typed columns)")
-            seconds = load_typed(cur, rows)
-            stats = workload.table_stats(cur, TYPED_TABLE)
-        say(f"loaded in {seconds:.1f} s: {stats}")
-        self.results["typed_table"] = stats
-        return rows
-
     def snapshot(self, spark, jar: str | None, jar_problem: str) -> str:
         """For each table: the peers and every source config, ``--repeat`` rounds
         interleaved, best of each. The 200-byte table gets every config, the typed table
@@ -324,7 +414,8 @@ class Bench:
         orders = self.results["table"]["rows"]
         tables = [(workload.TABLE, orders, snapshot_configs(self.args.configs))]
         if self.args.typed_rows:
-            tables.append((TYPED_TABLE, self.load_typed(), [SnapshotConfig.defaults()]))
+            typed_rows = self.results["typed_table"]["rows"]
+            tables.append((TYPED_TABLE, typed_rows, [SnapshotConfig.defaults()]))
         texts = []
         self.results["snapshot"] = {}
         for table, rows, configs in tables:
@@ -382,6 +473,11 @@ class Bench:
                 f"; {rows / in_batches:,.0f} rows/s inside its {batches} batch(es) "
                 f"({in_batches:.2f} s)"
             )
+        floor = self.results["streaming_floor_seconds"]
+        text += (
+            f"\nthe per-query floor ({floor:.2f} s, below) is {floor / default.seconds:.1%} "
+            f"of the defaults' whole query ({default.seconds:.2f} s)"
+        )
         if share is not None:
             text += f"\nper-batch overhead at the defaults: {share:.1%} of the batches' time"
         text += f"\nbest config: {best.name}  {best.rows_per_second:,.0f} rows/s"
@@ -414,32 +510,23 @@ class Bench:
 
     # -- binlog ---------------------------------------------------------------------------
     def binlog(self, spark) -> str:
-        from binlog_cases import Shape, create_wide, measure_shape
+        from binlog_cases import WIDE_TABLE, Shape, measure_shape
 
         args = self.args
-        rows = self.results.get("table", {}).get("rows", args.rows)
+        rows, table = self.changes_rows(), workload.CHANGES_TABLE
         shapes = [
-            (
-                Shape(
-                    f"{args.txn_rows}-row transactions", workload.TABLE, args.changes, args.txn_rows
-                ),
-                rows,
-            )
+            (Shape(f"{args.txn_rows}-row transactions", table, args.changes, args.txn_rows), rows)
         ]
         if args.single_changes:
             shapes.append(
-                (
-                    Shape("single-row autocommit changes", workload.TABLE, args.single_changes, 1),
-                    rows,
-                )
+                (Shape("single-row autocommit changes", table, args.single_changes, 1), rows)
             )
         if args.wide_rows:
-            with self.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
-                say(f"loading {args.wide_rows:,} rows into the 25-column typed table")
-                create_wide(cur, args.wide_rows)
             shapes.append(
                 (
-                    Shape("wide typed table, 1000-row transactions", "wide", args.wide_rows, 1000),
+                    Shape(
+                        "wide typed table, 1000-row transactions", WIDE_TABLE, args.wide_rows, 1000
+                    ),
                     args.wide_rows,
                 )
             )
@@ -484,6 +571,16 @@ def cpu_lines(measurements: list[Measurement], rows: int) -> str:
     )
 
 
+def data_line(server, results: dict[str, Any]) -> str:
+    """Where the tables were and whether this run loaded or reused them."""
+    where = f"kept in {server.base_dir}" if server.kept else "in a throwaway directory"
+    reused = results["table"]["reused"]
+    return (
+        f"tables {where}: orders {'reused' if reused else 'loaded'}; "
+        f"load step {results['load_step_seconds']:.1f} s"
+    )
+
+
 def write_results(args: argparse.Namespace, results: dict[str, Any]) -> Path:
     import pymysqlreplication
     import pyspark
@@ -508,6 +605,16 @@ def write_results(args: argparse.Namespace, results: dict[str, Any]) -> Path:
     return path
 
 
+def keep_dir(args: argparse.Namespace) -> Path | None:
+    """The server directory kept between runs, or None for a throwaway one."""
+    if args.fresh_data:
+        return None
+    if args.keep_data:
+        return Path(args.keep_data).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "cdc-mysql-bench" / FLAVOUR
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from cdc_source.embedded_server import EmbeddedServer
@@ -520,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="cdc-mysql-bench-"))
     tables: list[str] = []
     began = time.perf_counter()
-    server = EmbeddedServer(buffer_pool="1G")
+    server = EmbeddedServer(buffer_pool=args.buffer_pool, keep_dir=keep_dir(args))
     try:
         # start() inside the try: a server that fails half-way is stopped too (a `with`
         # block would not call __exit__ when __enter__ raises).
@@ -549,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.results["profile"] = profile_readers(
                 bench, PROFILE_SERVER_IDS, tuple(map(tuple, span)) if span else None
             )
+        bench.purge_binary_logs()
     finally:
         server.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -556,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
     path = write_results(args, bench.results)
     print()
     print("\n\n".join(tables))
+    print(f"\n{data_line(server, bench.results)}")
     print(f"\ntotal {bench.results['total_seconds']:.0f} s; results written to {path}")
     return 0
 

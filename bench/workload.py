@@ -11,6 +11,8 @@ import time
 DATABASE = "bench"
 TABLE = "orders"
 WARMUP_TABLE = "warmup"
+CHANGES_TABLE = "changes"  # the binlog phase's: orders' columns, at most CHANGES_TABLE_ROWS
+CHANGES_TABLE_ROWS = 1_000_000
 
 COLUMNS = (
     "id",
@@ -104,6 +106,15 @@ def apply_updates(
         if next_key > table_rows:
             next_key = 1
     return time.perf_counter() - began
+
+
+def restore_updated(cur, name: str, last_key: int) -> None:
+    """Give keys 1..``last_key`` back the values :data:`UPDATE_SET` changed, as loaded."""
+    expressions = dict(zip(COLUMNS, row_expressions("id")))
+    cur.execute(
+        f"UPDATE {name} SET qty = {expressions['qty']}, updated_at = {expressions['updated_at']} "
+        f"WHERE id BETWEEN 1 AND {last_key}"
+    )
 
 
 def table_stats(cur, name: str) -> dict[str, float]:

@@ -8,6 +8,10 @@ It never reads the machine's option files (``--no-defaults``), so a system serve
 Two flavours: the machine's MariaDB (``mariadbd``, the default), or a MySQL unpacked into
 a directory of its own (``mysql=UnpackedMySQL(root)``, see :mod:`cdc_source.embedded_mysql`),
 which also runs with GTIDs on, as MySQL captures are advised to.
+
+Given ``keep_dir``, the server lives in that directory instead and ``stop()`` leaves it:
+a later server on the same ``keep_dir`` starts on the data the earlier one left (the
+benchmark generates its large tables once this way).
 """
 
 from __future__ import annotations
@@ -84,7 +88,11 @@ class ConnectionInfo:
 
 class EmbeddedServer:
     """Starts ``mariadbd`` (or, given ``mysql``, that tree's ``mysqld``) on a fresh data
-    directory; ``stop()`` removes everything."""
+    directory; ``stop()`` removes everything.
+
+    With ``keep_dir`` (a path, created if absent) the server's directory is that path: its
+    data directory is initialized only when it does not exist yet, and ``stop()`` leaves
+    it, so the next server on the same path finds the data again."""
 
     def __init__(
         self,
@@ -93,7 +101,10 @@ class EmbeddedServer:
         binlog: bool = True,
         extra_args: tuple[str, ...] = (),
         mysql: UnpackedMySQL | None = None,
+        keep_dir: str | os.PathLike | None = None,
     ) -> None:
+        if keep_dir is not None and base_dir is not None:
+            raise ValueError("base_dir and keep_dir exclude each other: keep_dir is the directory")
         self.mysql = mysql
         if mysql is not None:
             self.server_bin = self.install_bin = None
@@ -106,7 +117,12 @@ class EmbeddedServer:
                 "install it with 'apt-get install -y mariadb-server', or point the tests at a "
                 "server with CDC_MYSQL_TEST_URL=mysql://root:pw@host:port"
             )
-        self.base_dir = Path(tempfile.mkdtemp(prefix="cdc-mysql-server-", dir=base_dir))
+        self.kept = keep_dir is not None
+        if self.kept:
+            self.base_dir = Path(keep_dir).expanduser().resolve()
+            self.base_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.base_dir = Path(tempfile.mkdtemp(prefix="cdc-mysql-server-", dir=base_dir))
         self.datadir = self.base_dir / "data"
         self.socket = self.base_dir / "mysqld.sock"
         self.port = free_port()
@@ -133,10 +149,11 @@ class EmbeddedServer:
         return path
 
     def start(self, timeout: float = 60.0) -> ConnectionInfo:
-        if self.mysql is not None:
-            self._args = self._mysql_initialize_and_args(self.mysql)
-        else:
-            self._args = self._mariadb_install_and_args()
+        if not self.datadir.exists():
+            self._initialize()
+        self._args = (
+            self._mysql_args(self.mysql) if self.mysql is not None else self._mariadb_args()
+        )
         self._launch()
         try:
             self._wait_ready(timeout)
@@ -174,7 +191,21 @@ class EmbeddedServer:
             "--max-connections=500",
         ]
 
-    def _mariadb_install_and_args(self) -> list[str]:
+    def _initialize(self) -> None:
+        """Create the data directory. In a kept directory, one that initialization left
+        half made is removed, so that the next start initializes it again instead of
+        starting on it."""
+        try:
+            if self.mysql is not None:
+                self._mysql_initialize(self.mysql)
+            else:
+                self._mariadb_install()
+        except BaseException:
+            if self.kept:
+                shutil.rmtree(self.datadir, ignore_errors=True)
+            raise
+
+    def _mariadb_install(self) -> None:
         install = [
             self.install_bin,
             "--no-defaults",
@@ -187,6 +218,8 @@ class EmbeddedServer:
         result = subprocess.run(install, capture_output=True, text=True)
         if result.returncode != 0:
             raise EmbeddedServerError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
+
+    def _mariadb_args(self) -> list[str]:
         return [
             self.server_bin,
             "--no-defaults",
@@ -195,7 +228,7 @@ class EmbeddedServer:
             *self._run_as_root_args(),
         ]
 
-    def _mysql_initialize_and_args(self, mysql: UnpackedMySQL) -> list[str]:
+    def _mysql_initialize(self, mysql: UnpackedMySQL) -> None:
         # --initialize-insecure makes root@localhost only, which --skip-name-resolve does
         # not match for TCP from 127.0.0.1 (MariaDB's install makes root@127.0.0.1 too).
         init_file = self.base_dir / "init.sql"
@@ -219,6 +252,8 @@ class EmbeddedServer:
             raise EmbeddedServerError(
                 f"mysqld --initialize-insecure failed: {(result.stdout + result.stderr)[-2000:]}"
             )
+
+    def _mysql_args(self, mysql: UnpackedMySQL) -> list[str]:
         return [
             *mysql.mysqld(),
             "--no-defaults",
@@ -273,14 +308,18 @@ class EmbeddedServer:
         return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
     def _create_cdc_user(self) -> None:
+        """The CDC account; a kept data directory already has it from an earlier start."""
         with self.info.admin_connect() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE USER '{CDC_USER}'@'%%' IDENTIFIED BY %s", (CDC_PASSWORD,))
+            cur.execute(
+                f"CREATE USER IF NOT EXISTS '{CDC_USER}'@'%%' IDENTIFIED BY %s", (CDC_PASSWORD,)
+            )
             cur.execute(
                 f"GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* "
                 f"TO '{CDC_USER}'@'%'"
             )
 
     def stop(self) -> None:
+        """Shut the server down; remove its directory unless it is kept (``keep_dir``)."""
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -288,7 +327,8 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.base_dir, ignore_errors=True)
+        if not self.kept:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
 
     def __enter__(self) -> ConnectionInfo:
         return self.start()
