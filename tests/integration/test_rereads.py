@@ -370,7 +370,7 @@ def test_a_reread_in_the_envelope_output_is_exact(server, spark, tmp_path):
 def test_a_delta_mirror_merges_a_reread_and_stays_equal_to_the_table(server, tmp_path):
     import deltalake
 
-    from tests.integration.test_delta_mirror import _run as run_lake
+    from tests.support.delta_runs import run_delta_query as run_lake
 
     database = server.fresh_database("reread_delta")
     server.execute(
