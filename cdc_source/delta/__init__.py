@@ -33,6 +33,7 @@ from cdc_source.delta.changes import ROW_KEY, reserved_clash
 from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.lake_table import LakeTable, LegacyTableError, typed_fields
 from cdc_source.delta.mirror_table import MirrorTable
+from cdc_source.delta.slices import check_staging
 from cdc_source.delta.source_options import source_options
 from cdc_source.delta.table_set import TableSet
 from cdc_source.delta.transactions import staging_of
@@ -76,7 +77,8 @@ def writer(
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     kind = MODES[mode]
     if staging is None:
-        staging = staging_of(checkpoint, table_path, mode)
+        staging = _default_staging(stream_df, checkpoint)
+    check_staging(staging)
     parsed = parse_options(options if options is not None else source_options(stream_df))
     tables = discover(parsed)
     if not tables:
@@ -104,6 +106,21 @@ def writer(
     result.on_apply = on_apply
     result.create()
     return result
+
+
+def _default_staging(stream_df, checkpoint: str) -> str:
+    """Under the checkpoint; refused where a local path would be each machine's own."""
+    try:
+        master = stream_df.sparkSession.conf.get("spark.master", "local")
+    except Exception:  # Spark Connect: no such setting to read; the path is checked later
+        master = "local"
+    if not master.startswith("local") and "://" not in checkpoint:
+        raise ValueError(
+            f"on a cluster (master {master}) the lake writer needs staging=: a directory "
+            "every executor and the driver open with pyarrow (s3://, gs://, hdfs://...); "
+            "a path without a scheme would be each machine's local disk"
+        )
+    return staging_of(checkpoint)
 
 
 def mirror(

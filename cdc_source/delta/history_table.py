@@ -12,7 +12,7 @@ A slice is written in one MERGE: a closing row per key it changes (matching that
 current version, if any, and setting ``valid_to`` to the time of the key's first change or
 the slice's first reset, whichever comes first), the slice's versions (never matching,
 inserted), and with a reset every other current version closed at the reset's time.
-A slice of snapshot reads alone, in a table this query created, is appended instead: each
+A slice of snapshot reads alone, in a table this query claimed, is appended instead: each
 read is its key's first version (:func:`~cdc_source.delta.changes.only_reads`), current,
 and closes nothing, so the table is not read.
 """

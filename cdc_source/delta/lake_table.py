@@ -93,18 +93,19 @@ class LakeTable:
 
     @property
     def marker(self) -> str:
-        """The description of a Delta table this query created (its application id)."""
+        """The description of a Delta table this query claimed (its application id)."""
         return f"cdc-mysql {self.mode} of {self.name}, written by application {self.app_id}"
 
     def written_alone(self, table) -> bool:
         """Whether every row of the table came from this query, in ``_seq`` order: no
         other query has written to it. The first write of a query to a table created
         empty claims it (its description names the query); the first write of another
-        query to a claimed table marks it shared, for good."""
+        query to a claimed table marks it shared, for good. A table created empty is
+        claimed while it holds no data file, whatever else was committed to it."""
         description = table.metadata().description
         if description == self.marker:
             return True
-        if description == UNCLAIMED and table.version() == 0:
+        if description == UNCLAIMED and not table.file_uris():
             table.alter.set_table_description(self.marker)
             return True
         if description != SHARED:

@@ -9,7 +9,7 @@ state of the source table to a later one. An update that re-spells a key (``'a'`
 later changes are applied.
 
 A slice of snapshot reads alone (the whole of a snapshot batch without concurrent
-writes) is appended to a table this query created, without a MERGE: none of its keys can
+writes) is appended to a table this query claimed, without a MERGE: none of its keys can
 be in the table yet (:func:`~cdc_source.delta.changes.only_reads`), and an append does not
 read the table, so its memory does not grow with the table.
 """

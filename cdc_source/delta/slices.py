@@ -21,8 +21,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyarrow import fs
 
 STAGED_SCHEMA = "partition int, path string, rows long"
+BATCH_DIRECTORY = "batch-"  # a batch's directory: this and its id
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,23 @@ class StagedPart:
     rows: int
 
 
-def _filesystem(uri: str):
-    from pyarrow import fs
+_SCHEMES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names of the object stores pyarrow opens
 
+
+def _filesystem(uri: str):
+    """pyarrow's file system of a staging path and the path in it. Hadoop's ``s3a://``
+    is pyarrow's ``s3://``; ``file:`` is a local path."""
+    if uri.startswith("file:"):
+        uri = "/" + uri[len("file:") :].lstrip("/")
     if "://" not in uri:
+        if ":" in uri.split("/", 1)[0]:
+            raise ValueError(
+                "a staging directory needs a path or a URI pyarrow opens (s3://, gs://, "
+                "hdfs://...): pass staging= to the lake writer"
+            )
         return fs.LocalFileSystem(), uri
-    return fs.FileSystem.from_uri(uri)
+    scheme, rest = uri.split("://", 1)
+    return fs.FileSystem.from_uri(f"{_SCHEMES.get(scheme, scheme)}://{rest}")
 
 
 def write_part(
@@ -62,11 +75,17 @@ def write_part(
             rows += batch.num_rows
         if writer is not None:
             writer.close()
-    if rows:
+    if rows and filesystem.get_file_info(path).type == fs.FileType.NotFound:
         filesystem.move(temporary, path)
-    else:
+    else:  # empty, or another attempt of the task wrote the same rows already
         filesystem.delete_file(temporary)
     return StagedPart(partition, path if rows else "", rows)
+
+
+def check_staging(directory: str) -> None:
+    """Refuses a staging directory pyarrow cannot open, before any batch runs."""
+    filesystem, root = _filesystem(directory)
+    filesystem.create_dir(root, recursive=True)
 
 
 def part_writer(directory: str):
@@ -106,23 +125,42 @@ def stage(batch_df, rows: int, directory: str) -> list[StagedPart]:
     parts = [StagedPart(r["partition"], r["path"], r["rows"]) for r in written if r["rows"]]
     staged = sum(part.rows for part in parts)
     if staged != count:
-        raise RuntimeError(f"the batch has {count} rows but {staged} were staged in {directory}")
+        raise RuntimeError(f"the batch has {count} rows but its tasks staged {staged}")
     return sorted(parts, key=lambda part: part.partition)
 
 
 def read_staged(directory: str, parts: list[StagedPart]) -> Iterator[pa.Table]:
-    """The staged rows in ``_seq`` order, one Arrow batch at a time."""
+    """The staged rows in ``_seq`` order, one Arrow batch at a time; a file that does
+    not hold the rows its task counted is an error."""
     filesystem, _ = _filesystem(directory)
     for part in parts:
+        rows = 0
         with filesystem.open_input_stream(part.path) as source:
             for batch in pa.ipc.open_stream(source):
+                rows += batch.num_rows
                 yield pa.Table.from_batches([batch])
+        if rows != part.rows:
+            raise RuntimeError(
+                f"staged partition {part.partition} holds {rows} rows, its task wrote "
+                f"{part.rows}: another writer shares the staging directory"
+            )
+
+
+def remove_batches_before(staging: str, batch_id: int) -> None:
+    """Removes what earlier batches left in a query's staging directory (a batch found
+    applied after a crash, or one whose query stopped mid-batch): Spark has committed
+    every batch before ``batch_id``."""
+    filesystem, root = _filesystem(staging)
+    for info in filesystem.get_file_info(fs.FileSelector(root, allow_not_found=True)):
+        name = info.base_name
+        if info.type == fs.FileType.Directory and name.startswith(BATCH_DIRECTORY):
+            number = name[len(BATCH_DIRECTORY) :]
+            if number.isdigit() and int(number) < batch_id:
+                filesystem.delete_dir(info.path)
 
 
 def remove_staged(directory: str) -> None:
     """Removes the staging directory of a batch that is applied."""
-    from pyarrow import fs
-
     filesystem, root = _filesystem(directory)
     if filesystem.get_file_info(root).type != fs.FileType.NotFound:
         filesystem.delete_dir(root)

@@ -26,13 +26,12 @@ def app_id_of(query_id: str, mode: str, table: str) -> str:
     return f"cdc-mysql:{mode}:" + hashlib.sha1(key.encode()).hexdigest()
 
 
-def staging_of(checkpoint: str, table_path: str, mode: str) -> str:
-    """The default staging directory of a writer: under the query's checkpoint, one per
-    lake table path and mode (several writers may share a query)."""
-    key = os.path.abspath(table_path) if "://" not in table_path else table_path
-    name = hashlib.sha1(f"{mode}\0{key}".encode()).hexdigest()[:16]
-    root = os.path.abspath(checkpoint) if "://" not in checkpoint else checkpoint.rstrip("/")
-    return f"{root}/lake-staging/{mode}-{name}"
+def staging_of(checkpoint: str) -> str:
+    """The default staging directory of the lake writers of a query: under its
+    checkpoint (each writer stages in a subdirectory of its own)."""
+    if "://" in checkpoint or checkpoint.startswith("file:"):
+        return checkpoint.rstrip("/") + "/lake-staging"
+    return os.path.abspath(checkpoint) + "/lake-staging"
 
 
 def slice_version(batch_id: int, index: int, last: bool) -> int:

@@ -8,6 +8,7 @@ that carries the slice's application transaction (:mod:`cdc_source.delta.transac
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,14 @@ import pyarrow as pa
 
 from cdc_source.delta.changes import KEY, ROW_KEY
 from cdc_source.delta.lake_table import LakeTable, Outcome
-from cdc_source.delta.slices import cut, read_staged, remove_staged, stage
+from cdc_source.delta.slices import (
+    BATCH_DIRECTORY,
+    cut,
+    read_staged,
+    remove_batches_before,
+    remove_staged,
+    stage,
+)
 from cdc_source.delta.table_set import TableSet
 from cdc_source.delta.transactions import app_id_of
 
@@ -53,8 +61,9 @@ class LakeWriter:
     source table (its columns as the stream gives them), ``table_set`` for several (the
     envelope schema). Call it as ``foreachBatch``'s function. Rows are matched on the
     source's ``row_key`` (kept as ``_key``), so the writer needs no server connection.
-    ``staging`` is the directory a batch is staged in while it is applied (one
-    subdirectory per batch, removed once the batch is applied)."""
+    ``staging`` is the directory a batch is staged in while it is applied (a
+    subdirectory per query and writer, and in it one per batch, removed once the batch
+    is applied or found applied)."""
 
     def __init__(
         self,
@@ -83,8 +92,10 @@ class LakeWriter:
         for lake in self.lakes:
             lake.table()
 
-    def bind(self, batch_df) -> None:
-        """Names this query's commits by Spark's id of the query running the batch."""
+    def bind(self, batch_df) -> str:
+        """Names this query's commits by Spark's id of the query running the batch;
+        returns this writer's staging directory for the query (its own, even where
+        several queries or writers share ``staging``)."""
         query_id = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID)
         if not query_id:
             raise RuntimeError(
@@ -92,12 +103,17 @@ class LakeWriter:
             )
         for lake in self.lakes:
             lake.bind(app_id_of(query_id, lake.mode, lake.name))
+        tables = "\0".join(sorted(f"{lake.mode}:{lake.path}" for lake in self.lakes))
+        return f"{self.staging}/{query_id}-{hashlib.sha1(tables.encode()).hexdigest()[:12]}"
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        self.bind(batch_df)
+        staging = self.bind(batch_df)
+        remove_batches_before(staging, batch_id)  # Spark committed those
+        directory = f"{staging}/{BATCH_DIRECTORY}{batch_id}"
         if all(lake.batch_applied(batch_id) for lake in self.lakes):
             for lake in self.lakes:
                 log.info("batch %d: %s: already applied", batch_id, lake.name)
+            remove_staged(directory)
             return
         if self.source_schema is None and self.lake is not None:
             from pyspark.sql.pandas.types import to_arrow_schema
@@ -105,7 +121,6 @@ class LakeWriter:
             self.source_schema = to_arrow_schema(batch_df.schema, timezone="UTC")
         from pyspark import StorageLevel
 
-        directory = f"{self.staging}/batch-{batch_id}"
         batch_df.persist(StorageLevel.DISK_ONLY)
         try:
             parts = stage(batch_df, self.slice_rows, directory)
@@ -113,6 +128,7 @@ class LakeWriter:
             batch_df.unpersist()
         for index, part, last in cut(read_staged(directory, parts), self.slice_rows):
             self.apply_slice(part, batch_id, index, last)
+            del part  # not held while the next slice is gathered
         remove_staged(directory)
 
     def apply_slice(self, part: pa.Table, batch_id: int, index: int, last: bool) -> None:

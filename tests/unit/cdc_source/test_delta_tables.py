@@ -18,7 +18,14 @@ from cdc_source.delta.change_log import ChangeLogTable
 from cdc_source.delta.history_table import HistoryTable
 from cdc_source.delta.lake_table import SHARED
 from cdc_source.delta.mirror_table import MirrorTable
-from cdc_source.delta.slices import cut, read_staged, write_part
+from cdc_source.delta.slices import (
+    StagedPart,
+    _filesystem,
+    cut,
+    read_staged,
+    remove_batches_before,
+    write_part,
+)
 from cdc_source.delta.transactions import (
     SLICE_LIMIT,
     app_id_of,
@@ -150,6 +157,38 @@ def test_a_staged_partition_is_read_back_equal_in_partition_order(tmp_path):
     assert pa.concat_tables(read).equals(pa.concat_tables([_changes(r) for r in SLICES]))
 
 
+def test_a_staged_file_that_does_not_hold_its_tasks_rows_is_an_error(tmp_path):
+    """Another writer sharing the staging directory replaced the file: never read as ours."""
+    part = write_part([_changes(SLICES[0]).to_batches()[0]], str(tmp_path), 0, 1)
+    claimed = StagedPart(part.partition, part.path, part.rows + 1)
+    with pytest.raises(RuntimeError, match="shares the staging directory"):
+        list(read_staged(str(tmp_path), [claimed]))
+
+
+def test_a_second_attempt_of_a_task_keeps_the_first_attempts_file(tmp_path):
+    first = write_part([_changes(SLICES[0]).to_batches()[0]], str(tmp_path), 0, 1)
+    again = write_part([_changes(SLICES[0]).to_batches()[0]], str(tmp_path), 0, 2)
+    assert first == again
+    assert [p.name for p in tmp_path.iterdir()] == ["part-000000.arrow"]
+
+
+def test_the_batches_spark_committed_leave_the_staging_directory(tmp_path):
+    for name in ("batch-3", "batch-4", "batch-5", "batch-12", "other"):
+        (tmp_path / name).mkdir()
+    remove_batches_before(str(tmp_path), 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch-12", "batch-5", "other"]
+    remove_batches_before(str(tmp_path / "absent"), 5)  # nothing staged yet: nothing to do
+
+
+def test_staging_paths_are_read_as_pyarrow_opens_them(tmp_path):
+    from pyarrow import fs
+
+    local, path = _filesystem(f"file:{tmp_path}")
+    assert isinstance(local, fs.LocalFileSystem) and path == str(tmp_path)
+    with pytest.raises(ValueError, match="staging="):
+        _filesystem("dbfs:/checkpoints/q")
+
+
 def test_a_slice_is_applied_once_its_version_or_a_later_one_is_in_the_table():
     assert slice_version(3, 0, False) == 3 * SLICE_LIMIT
     assert slice_version(3, 2, True) == 4 * SLICE_LIMIT - 1
@@ -258,6 +297,16 @@ def test_a_table_another_query_wrote_to_is_merged_into_even_by_the_query_that_cr
     assert [(r["id"], r["v"]) for r in _rows(path, ("id",))] == [(1, 10), (2, 21)]
     assert _operations(path)[1:3] == [CLAIM, "WRITE"]  # the first query's first slice, alone
     assert _operations(path)[-1] == "MERGE"
+
+
+def test_a_table_created_empty_is_claimed_by_the_first_write_whatever_was_committed_before(
+    tmp_path,
+):
+    """A property set on the empty table (a commit of its own) leaves it unclaimed."""
+    lake = MirrorTable(str(tmp_path / "m"), TABLE, "app", fields=FIELDS)
+    lake.table().alter.set_table_properties({"delta.logRetentionDuration": "interval 9 days"})
+    lake.apply(_changes([("r", 1, 10, 1, 100)]), 0)
+    assert _operations(tmp_path / "m")[-2:] == [CLAIM, "WRITE"]
 
 
 def test_a_new_query_into_a_table_an_earlier_query_wrote_skips_no_batch(tmp_path):
