@@ -119,8 +119,8 @@ def test_a_short_sanitizer_run_of_every_target_finds_nothing(tmp_path):
 def test_json_whose_containers_share_elements_is_refused_at_once(name):
     """Finding (json target, a 'slow unit' of 10-15 s under the sanitizers): containers
     pointing into each other had elements decoded again and again, the work doubling per
-    level; the decoder now stops once a document holds more elements than bytes."""
+    level; the decoder now stops once a document decodes to more than its bytes hold."""
     from reader.json_binary import JsonBinaryError, decode
 
-    with pytest.raises(JsonBinaryError, match="more elements than bytes"):
+    with pytest.raises(JsonBinaryError, match="more than its bytes hold"):
         decode((REGRESSIONS / "json" / name).read_bytes())

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reader.json_binary import SMALL_ARRAY, JsonBinaryError, decode
+from reader.json_binary import LARGE_ARRAY, SMALL_ARRAY, STRING, JsonBinaryError, decode
 from tests.support import binlog_encoder as enc
 from tests.support.json_documents import (
     CANONICAL_DOCUMENT,
@@ -126,6 +126,26 @@ def test_containers_that_share_elements_are_refused_before_the_work_doubles():
     bytes."""
     data = _arrays_sharing_their_elements(40)
     assert len(data) < 500
-    with pytest.raises(JsonBinaryError, match="more elements than bytes"):
+    with pytest.raises(JsonBinaryError, match="more than its bytes hold"):
         decode(data)
     assert decode(_arrays_sharing_their_elements(1)) == [[], []]  # shared, but small
+
+
+def test_entries_sharing_one_string_are_refused_before_it_is_copied_for_each():
+    """Many entries of a large array pointing at one long string would decode a copy of
+    it each (a 200 KB document took 1.9 GB): the bytes decoded are charged against the
+    document's size too."""
+    entries, text = 1000, b"x" * 1000
+    head = 1 + 4 + 4 + entries * 5  # type, count, size, value entries
+    string = bytes([0x80 | (len(text) & 0x7F), len(text) >> 7]) + text
+    body = entries.to_bytes(4, "little") + (head - 1 + len(string)).to_bytes(4, "little")
+    body += (bytes([STRING]) + (head - 1).to_bytes(4, "little")) * entries
+    data = bytes([LARGE_ARRAY]) + body + string
+    assert len(data) < 10 * len(text)
+    with pytest.raises(JsonBinaryError, match="more than its bytes hold"):
+        decode(data)
+    one = (
+        bytes([LARGE_ARRAY]) + (1).to_bytes(4, "little") + (13 + len(string)).to_bytes(4, "little")
+    )
+    one += bytes([STRING]) + (13).to_bytes(4, "little") + string
+    assert decode(one) == [text.decode()]
