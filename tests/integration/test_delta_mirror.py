@@ -24,6 +24,7 @@ from tests.support.delta_runs import (
 
 ONE_DECODER = True  # the query runs with the source's default decoder
 ROWS = 3000
+REUSE_ROWS = 1000  # one snapshot batch per run: batch 0 is what an old id would skip
 
 
 @SINK_ONLY
@@ -116,13 +117,13 @@ def test_a_new_query_at_a_reused_checkpoint_path_skips_no_batch_and_appends_no_d
     database = server.fresh_database("delta_reuse")
     server.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL)", database=database)
     with server.admin(database) as conn, conn.cursor() as cur:
-        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(ROWS)])
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(REUSE_ROWS)])
     checkpoint, table_path = tmp_path / "checkpoint", tmp_path / "delta"
     first = run_delta_query(server, database, checkpoint, table_path, "--available-now")
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
     with server.admin(database) as conn, conn.cursor() as cur:
         cur.execute("UPDATE t SET v = v + 1000 WHERE id % 3 = 0")
-        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(ROWS + i, i) for i in range(50)])
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(REUSE_ROWS + i, i) for i in range(50)])
     shutil.rmtree(checkpoint)
     again = run_delta_query(server, database, checkpoint, table_path, "--available-now")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]

@@ -5,6 +5,9 @@ account still usable."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -43,8 +46,17 @@ def _cdc_user_can_read(info) -> list[tuple]:
         conn.close()
 
 
-def test_a_kept_directory_survives_stop_and_serves_its_data_to_the_next_server(tmp_path):
-    kept = tmp_path / "kept-server"
+@pytest.fixture
+def short_dir():
+    """A directory with a short path: a server's socket path must stay under 108 bytes,
+    which pytest's own temporary paths (under xdist) can pass."""
+    path = Path(tempfile.mkdtemp(prefix="cdc-kept-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_kept_directory_survives_stop_and_serves_its_data_to_the_next_server(short_dir):
+    kept = short_dir / "server"
     first = embedded_server(keep_dir=kept)
     try:
         _write_row(first.start())
@@ -62,8 +74,8 @@ def test_a_kept_directory_survives_stop_and_serves_its_data_to_the_next_server(t
     assert (kept / "data").is_dir()
 
 
-def test_a_throwaway_server_still_removes_its_directory(tmp_path):
-    server = embedded_server(base_dir=str(tmp_path))
+def test_a_throwaway_server_still_removes_its_directory(short_dir):
+    server = embedded_server(base_dir=str(short_dir))
     server.start()
     base = server.base_dir
     server.stop()

@@ -111,7 +111,7 @@ def test_a_short_sanitizer_run_of_every_target_finds_nothing(tmp_path):
     assert result.returncode == 0, output[-3000:]
     lines = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()]
     assert sorted(line[0] for line in lines) == sorted(t.TARGETS), output
-    for _target, _, executions, edges, _, findings in lines:
+    for _target, _seconds, _cpu, executions, edges, _of, findings in lines:
         assert int(executions) > 0 and int(edges) > 0 and findings == "none", output
 
 
