@@ -13,11 +13,11 @@ import threading
 from decimal import Decimal
 
 import deltalake  # in the dev extra: a missing package is an error, not a skip
-import pymysql
 
 from tests.support.delta_runs import (
     APPLIED,
     SINK_ONLY,
+    admin_connection,
     applied_slices,
     run_delta_query,
 )
@@ -45,14 +45,7 @@ def test_the_delta_mirror_is_exact_after_a_crash_between_the_delta_and_spark_com
     stop = threading.Event()
 
     def write() -> None:
-        conn = pymysql.connect(
-            host=server.info.host,
-            port=server.info.port,
-            user=server.info.admin_user,
-            password=server.info.admin_password,
-            database=database,
-            autocommit=True,
-        )
+        conn = admin_connection(server, database)
         n = 0
         with conn.cursor() as cur:
             while not stop.is_set():
