@@ -1,5 +1,8 @@
+import logging
 import os
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,3 +28,20 @@ def pytest_xdist_auto_num_workers(config) -> int:
     the suite's time even on two cores. Against an external server
     (``CDC_MYSQL_TEST_URL``) the processes would share its databases: one."""
     return 1 if os.environ.get("CDC_MYSQL_TEST_URL") else 2
+
+
+@pytest.fixture(autouse=True)
+def _source_logger_as_found():
+    """The source configures its ``cdc_mysql`` logger once per process (its own handler,
+    no propagation), as it does in Spark's Python workers. A test that runs the source in
+    the suite's process must not leave that behind: ``caplog`` in a later test of the
+    same worker would see nothing."""
+    source_log = logging.getLogger("cdc_mysql")
+    handlers, level, propagate = list(source_log.handlers), source_log.level, source_log.propagate
+    yield
+    for handler in source_log.handlers:
+        if handler not in handlers:
+            source_log.removeHandler(handler)
+            handler.close()
+    source_log.setLevel(level)
+    source_log.propagate = propagate
