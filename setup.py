@@ -82,6 +82,11 @@ def _extensions() -> list[Extension]:
             sources=["reader/_rowdecoder.c"],
             extra_compile_args=WARNINGS,
         ),
+        Extension(
+            "reader._textvalues",
+            sources=["reader/_textvalues.c"],
+            extra_compile_args=WARNINGS,
+        ),
     ]
     client = _client_library_flags()
     if client is None:

@@ -1,8 +1,9 @@
 """Fuzzes the native code with coverage feedback and sanitizers, every target for a given
 time: ``python bench/fuzz.py --seconds 60`` (``--targets rows,split`` for some).
 
-It builds the three extensions (``reader/_rowdecoder.c``, ``reader/_textscan.c``,
-``cdc_source/binlog/_framing.c``) with clang, ``-fsanitize=fuzzer-no-link,address,undefined``
+It builds the four extensions (``reader/_rowdecoder.c``, ``reader/_textscan.c``,
+``reader/_textvalues.c``, ``cdc_source/binlog/_framing.c``) with clang,
+``-fsanitize=fuzzer-no-link,address,undefined``
 (coverage counters, AddressSanitizer, UndefinedBehaviorSanitizer, any report fatal), into a
 throwaway directory beside copies of the packages, and runs each target of
 ``tests/fuzz/native_targets.py`` in its own process with atheris' AddressSanitizer and
@@ -37,11 +38,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT / "tests" / "data" / "fuzz_seeds"
 RUNNER = ROOT / "tests" / "fuzz" / "run_target.py"
-TARGETS = ("rows", "split", "count", "json", "textscan")
+TARGETS = ("rows", "split", "count", "json", "textscan", "values")
 EXTENSIONS = {
     "cdc_source/binlog/_framing": [],
     "reader/_rowdecoder": [],
     "reader/_textscan": ["libmariadb"],
+    "reader/_textvalues": [],
 }
 SANITIZE = [
     "-fsanitize=fuzzer-no-link,address,undefined",

@@ -87,8 +87,12 @@ class ArrowWriter:
         rows_per_batch: int = ROWS_PER_BATCH,
         metadata: tuple[str, ...] = (),
         columns: ColumnPolicy = ALL_COLUMNS,
+        native_text: bool = False,
     ):
+        """``native_text``: snapshot text columns are typed with
+        :mod:`reader.native_columns` where it has their kind."""
         self.tables = tuple(tables)
+        self.native_text = native_text
         self.envelope = is_envelope(self.tables)
         self.columns = columns
         self.arrow_schema = to_arrow_schema(
@@ -257,7 +261,7 @@ class ArrowWriter:
                     column,
                     mask,
                     lambda column=column, values=values, index=index: text_column_to_arrow(
-                        column, values, types[index]
+                        column, values, types[index], self.native_text
                     ),
                 )
                 for (index, column, mask), values in zip(kept, columns)

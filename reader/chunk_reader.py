@@ -411,7 +411,7 @@ class ChunkReader:
                 columns = [column.filter(keep) for column in columns]
                 keys = keys.filter(keep)
             if len(keys):
-                seqs = snapshot_seq_column(prefix, keys)
+                seqs = snapshot_seq_column(prefix, keys, writer.native_text)
                 yield from writer.snapshot_text_batches(
                     schema, columns[:width], seqs, target.ts, target, keys
                 )

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import encode_component, needs_weight
+from reader import native_columns
 from reader.text_columns import text_to_python
 
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
@@ -215,6 +216,9 @@ def hex_column(keys: pa.Array) -> pa.Array:
     )
 
 
-def snapshot_seq_column(prefix: str, keys: pa.Array) -> pa.Array:
-    """``prefix + key.hex()`` per row: the ``_seq`` of a chunk's snapshot rows."""
+def snapshot_seq_column(prefix: str, keys: pa.Array, native: bool = False) -> pa.Array:
+    """``prefix + key.hex()`` per row: the ``_seq`` of a chunk's snapshot rows (built by
+    :mod:`reader.native_columns` when ``native``)."""
+    if native:
+        return native_columns.seq_column(prefix, keys)
     return pc.binary_join_element_wise(pa.scalar(prefix), hex_column(keys), "")

@@ -19,6 +19,7 @@ from cdc_source.sequence import snapshot_seq_prefix
 from reader.arrow_output import ArrowWriter, Emitted, RowOrigins
 from reader.binlog_reader import BinlogReader
 from reader.chunk_reader import ChunkReader
+from reader.native_columns import native_wanted
 
 log = logging.getLogger("cdc_mysql")
 
@@ -97,7 +98,8 @@ def _batches(
     metadata: tuple[str, ...] = (),
     columns: ColumnPolicy = ALL_COLUMNS,
 ) -> Iterator[pa.RecordBatch]:
-    writer = ArrowWriter(tables, metadata=metadata, columns=columns)
+    native_text = isinstance(task, ChunkTask) and native_wanted(task.decoder)
+    writer = ArrowWriter(tables, metadata=metadata, columns=columns, native_text=native_text)
     if isinstance(task, TableResetTask):
         return table_resets(task, writer)
     if isinstance(task, BinlogTask):

@@ -19,6 +19,7 @@ from pymysql import converters
 from cdc_source.catalog import BINARY_TYPES, STRING_TYPES, ColumnSpec
 from cdc_source.charsets import is_utf8, text_decoder
 from cdc_source.types import SPARK_MAX_DECIMAL, canonical_value
+from reader import native_columns
 from reader.value_checks import boolean_column, decoded_text
 
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year")
@@ -53,8 +54,11 @@ def text_to_python(column: ColumnSpec, raw: Any) -> Any:
     return _text(raw)
 
 
-def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
-    """Arrow's cast of a binary column of the server's text, or None (parse per value)."""
+def _fast_cast(
+    column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType, native: bool
+) -> pa.Array | None:
+    """Arrow's cast of a binary column of the server's text (TIME in C when ``native``),
+    or None (parse per value)."""
     t = column.data_type
     if t in _INTEGERS:
         if column.boolean:
@@ -77,7 +81,8 @@ def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> p
     if t in ("datetime", "timestamp"):
         return text.cast(pa.string()).cast(pa.timestamp("us")).cast(arrow_type)
     if t == "time":
-        return _time_micros(text)
+        built = native_columns.time_micros(text) if native else None
+        return built if built is not None else _time_micros(text)
     return None
 
 
@@ -97,10 +102,13 @@ def _time_micros(text: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(pc.struct_field(parts, "sign"), "-"), pc.negate(micros), micros)
 
 
-def text_column_to_arrow(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array:
-    """One fetched column (the server's text as Arrow binary) in the output type."""
+def text_column_to_arrow(
+    column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType, native: bool = False
+) -> pa.Array:
+    """One fetched column (the server's text as Arrow binary) in the output type;
+    ``native``: with :mod:`reader.native_columns` where it has the column's kind."""
     try:
-        array = _fast_cast(column, text, arrow_type)
+        array = _fast_cast(column, text, arrow_type, native)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         array = None  # e.g. a zero date: parse value by value below
     if array is not None and array.type == arrow_type:

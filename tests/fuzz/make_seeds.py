@@ -7,7 +7,9 @@ layouts of :mod:`tests.fuzz.native_targets`:
   plus one hand-built row of each pre-5.6 temporal kind, which no current server writes;
 * ``split``: the corpus files as dump streams, a few events per seed;
 * ``json``: every JSON column value of the MySQL corpus;
-* ``textscan``: the recorded answers as text-protocol result sets.
+* ``textscan``: the recorded answers as text-protocol result sets;
+* ``values``: every TIME value of the binlog corpus as the server prints it, and every
+  text value of the recorded answers as key bytes for ``_seq``.
 
 Run ``python -m tests.fuzz.make_seeds``; it replaces the directory. Findings' inputs are
 not seeds: they stay in ``tests/data/fuzz_seeds/regressions/<target>/``, untouched here.
@@ -25,6 +27,7 @@ from cdc_source.binlog.row_count import packed_sizes, value_sizes
 from cdc_source.binlog.row_plan import K_DATETIME, K_TIME, K_TIMESTAMP, json_columns, table_plan
 from cdc_source.binlog.rows_event import parse_rows_event
 from cdc_source.binlog.table_map import TableMaps, table_id_of
+from cdc_source.keys import time_literal
 from reader.row_decoding import RowSink
 from tests.fuzz import native_targets as t
 from tests.support import server_answers
@@ -75,17 +78,48 @@ def binlog_seeds(path: Path, seeds: dict[str, list[bytes]]) -> None:
             sizes = packed_sizes(value_sizes(table_map))
             seeds["count"].append(t.count_input(images, bitmap, sizes, data))
             json_at = [i for i, col in enumerate(table_map.columns) if col.type == c.T_JSON]
-            if json_at:
+            time_at = [
+                i for i, col in enumerate(table_map.columns) if col.type in (c.T_TIME, c.T_TIME2)
+            ]
+            if json_at or time_at:
                 sink = RowSink(plan, json_count, decoder="python")
                 sink.decode(rows.data, rows.start, len(rows.data), rows.kind, rows.partial)
                 decoded = sink.take()
                 for image in (decoded.before, decoded.after):
                     for i in json_at:
                         seeds["json"] += [v for v in image[i].to_pylist() if v]
+                    for i in time_at:
+                        seeds["values"].append(time_seed(image[i].to_pylist()))
     checksum = reader.format.checksum == CHECKSUM_CRC32
     for i in range(0, len(raw), EVENTS_PER_STREAM):
         stream = dump_stream(raw[i : i + EVENTS_PER_STREAM])
         seeds["split"].append(t.split_input(checksum, stream))
+
+
+def time_seed(micros: list[int | None]) -> bytes:
+    """TIME values as the server prints them: with six digits of fraction, and without
+    one when it is zero."""
+    texts = []
+    for value in micros:
+        text = time_literal(value).encode() if value is not None else None
+        texts.append(text[:-7] if text is not None and text.endswith(b".000000") else text)
+    return t.values_input(False, texts)
+
+
+def answer_key_seeds() -> list[bytes]:
+    """The recorded answers' text values, each answer's as the keys of one ``_seq``
+    column."""
+    seeds = []
+    for flavour in ("mariadb-10.11", "mysql-9.7"):
+        for setting in server_answers.load(flavour)["answers"].values():
+            for answer in setting.values():
+                values = [server_answers.value_of(v) for row in answer.get("rows", []) for v in row]
+                texts = [
+                    v if isinstance(v, bytes) else str(v).encode() for v in values if v is not None
+                ]
+                if texts:
+                    seeds.append(t.values_input(True, [b"000001.000000000004.1.0000.", *texts]))
+    return seeds
 
 
 def old_temporal_seeds() -> list[bytes]:
@@ -151,6 +185,7 @@ def main() -> None:
             binlog_seeds(path, seeds)
     seeds["rows"] += old_temporal_seeds()
     seeds["textscan"] = textscan_seeds()
+    seeds["values"] += answer_key_seeds()
     for name, inputs in seeds.items():
         directory = SEEDS / name
         shutil.rmtree(directory, ignore_errors=True)

@@ -22,6 +22,13 @@ so :mod:`tests.fuzz.make_seeds` can write real events and result sets in them:
               columns): libmariadb allocates the column definitions for whatever count a
               server sends (an 8-byte length-encoded one asked for 6 GB in
               ``mysql_real_query``), an allocation in the client library, not this code.
+``values``    ``reader._textvalues`` (TIME text as microseconds, ``_seq`` as hex): 1 byte
+              mode (bit 0: ``hex_seq`` instead of ``time_micros``; bit 1: raw buffers).
+              Values: each as 1 byte length (255: null) and its bytes, made into an Arrow
+              array; the result must equal a pure-Python reference (the first value is
+              ``hex_seq``'s prefix). Raw: 1 byte n, 1 byte offset, 4 * (n + offset + 1)
+              bytes of int32 offsets, the validity bitmap, then the data, each in a
+              buffer of its own: the entry point must refuse what is inconsistent.
 
 Every input is handed to the C code in a buffer of exactly its size (``array``), so an
 AddressSanitizer build sees a read one byte past it (``bytes`` keep a NUL there).
@@ -30,6 +37,7 @@ AddressSanitizer build sees a read one byte past it (``bytes`` keep a NUL there)
 from __future__ import annotations
 
 import array
+import re
 
 ROW_KINDS = 17
 
@@ -156,6 +164,114 @@ def textscan(data: bytes) -> None:
     fake_server.scan(payloads)
 
 
-TARGETS = {"rows": rows, "split": split, "count": count, "json": json, "textscan": textscan}
+NULL_LENGTH = 255
+_TIME = re.compile(rb"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def values_input(hex_seq: bool, values: list[bytes | None]) -> bytes:
+    out = bytearray([1 if hex_seq else 0])
+    for value in values:
+        if value is None:
+            out.append(NULL_LENGTH)
+        else:
+            out += bytes([min(len(value), NULL_LENGTH - 1)]) + value[: NULL_LENGTH - 1]
+    return bytes(out)
+
+
+def parse_values_input(data: bytes) -> list[bytes | None]:
+    values: list[bytes | None] = []
+    pos = 1
+    while pos < len(data):
+        size = data[pos]
+        if size == NULL_LENGTH:
+            values.append(None)
+            pos += 1
+            continue
+        values.append(data[pos + 1 : pos + 1 + size])
+        pos += 1 + size
+    return values
+
+
+def reference_time(text: bytes) -> int | None:
+    """TIME text as microseconds, as the Python twin's regular expression reads it."""
+    match = _TIME.fullmatch(text)
+    if match is None:
+        return None
+    sign, hours, minutes, seconds, fraction = match.groups()
+    whole = (int(hours) * 60 + int(minutes)) * 60 + int(seconds)
+    micros = whole * 1_000_000 + int((fraction or b"").ljust(6, b"0"))
+    return -micros if sign else micros
+
+
+def _values_as_arrays(values: list[bytes | None]) -> tuple:
+    bits, ends, data = bytearray((len(values) + 7) // 8), array.array("i", [0]), bytearray()
+    for i, value in enumerate(values):
+        if value is not None:
+            bits[i // 8] |= 1 << (i % 8)
+            data += value
+        ends.append(len(data))
+    return exact(bytes(bits)), ends, exact(bytes(data))
+
+
+def values(data: bytes) -> None:
+    from reader import _textvalues
+
+    if not data:
+        return
+    if data[0] & 2:
+        _raw_values(data)
+        return
+    items = parse_values_input(data)
+    if data[0] & 1:
+        prefix = (items[0] or b"") if items else b""
+        keys = [v or b"" for v in items[1:]]
+        _, ends, body = _values_as_arrays(keys)
+        out_ends, text = _textvalues.hex_seq(prefix, ends, body, 0, len(keys))
+        expected = [prefix + k.hex().encode() for k in keys]
+        starts = array.array("i", out_ends)
+        got = [text[starts[i] : starts[i + 1]] for i in range(len(keys))]
+        assert got == expected, (got, expected)
+        return
+    bits, ends, body = _values_as_arrays(items)
+    built = _textvalues.time_micros(bits, ends, body, 0, len(items))
+    expected = [reference_time(v) if v is not None else 0 for v in items]
+    if built is None:
+        return  # declined: the twin decides (it may read a value the C does not)
+    assert None not in expected, (items, built)
+    got = array.array("q", built[1]).tolist()
+    assert got == expected, (items, got, expected)
+
+
+def _raw_values(data: bytes) -> None:
+    from reader import _textvalues
+
+    if len(data) < 3:
+        return
+    n, offset = data[1], data[2]
+    ends_size = 4 * (n + offset + 1)
+    bits_size = (n + offset + 7) // 8
+    ends = array.array("i")
+    given = data[3 : 3 + ends_size]
+    ends.frombytes(given[: len(given) - len(given) % 4])
+    bits = exact(data[3 + ends_size : 3 + ends_size + bits_size])
+    body = exact(data[3 + ends_size + bits_size :])
+    for call in (
+        lambda: _textvalues.time_micros(bits, ends, body, offset, n),
+        lambda: _textvalues.hex_seq(b"p.", ends, body, offset, n),
+    ):
+        try:
+            call()
+        except ValueError:
+            pass
+
+
+TARGETS = {
+    "rows": rows,
+    "split": split,
+    "count": count,
+    "json": json,
+    "textscan": textscan,
+    "values": values,
+}
 # Targets whose code under test is Python: atheris instruments those modules.
 PYTHON_TARGETS = {"json": ["reader.json_binary"]}

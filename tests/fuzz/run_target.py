@@ -25,6 +25,7 @@ NATIVE_MODULES = {
     "split": ["cdc_source.binlog._framing"],
     "count": ["cdc_source.binlog._framing"],
     "textscan": ["reader._textscan", "MySQLdb"],
+    "values": ["reader._textvalues"],
 }
 
 

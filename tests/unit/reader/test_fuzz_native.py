@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cdc_source.binlog import framing
-from reader import row_decoding
+from reader import native_columns, row_decoding
 from tests.fuzz import native_targets as t
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,6 +39,7 @@ AVAILABLE = {
     "count": framing.native_available(),
     "json": True,
     "textscan": _textscan_available(),
+    "values": native_columns.native_available(),
 }
 
 

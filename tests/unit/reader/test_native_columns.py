@@ -1,0 +1,125 @@
+"""The C builds of TIME values and ``_seq`` (reader/_textvalues.c through
+reader/native_columns.py) against their pure-Python twins on Arrow's kernels: the same
+arrays, value for value, on valid input of every shape the server prints and on text it
+never does; bad buffers end in a ValueError."""
+
+from __future__ import annotations
+
+import array
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc_source.catalog import ColumnSpec
+from reader import native_columns
+from reader.key_columns import hex_column, snapshot_seq_column
+from reader.text_columns import _time_micros, text_column_to_arrow
+
+pytestmark = pytest.mark.skipif(
+    not native_columns.native_available(), reason="reader._textvalues is not built here"
+)
+SETTINGS = settings(max_examples=300, deadline=None)
+
+
+def _twin_time(text: pa.Array) -> pa.Array | None:
+    try:
+        return _time_micros(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _server_time(micros: int, fsp: int) -> bytes:
+    """TIME as the server prints it with ``fsp`` fractional digits."""
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    text = f"{sign}{hour:02d}:{minute:02d}:{second:02d}"
+    if fsp:
+        text += "." + f"{fraction:06d}"[:fsp]
+    return text.encode()
+
+
+_MAX_TIME = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999
+server_times = st.builds(
+    _server_time, st.integers(-_MAX_TIME, _MAX_TIME), st.integers(0, 6)
+) | st.sampled_from([b"00:00:00", b"-00:00:01", b"838:59:59.000000", b"-838:59:59"])
+# Text of TIME's alphabet in any order: shapes the server never prints, which both sides
+# must treat alike (the C declines what it does not take, and the twin decides).
+time_like = st.text(alphabet="-0123456789:.", max_size=16).map(str.encode) | st.binary(max_size=12)
+
+
+@SETTINGS
+@given(st.lists(st.none() | server_times, max_size=60), st.integers(0, 5))
+def test_every_time_the_server_prints_is_taken_by_the_c_and_equals_the_twin(values, skip):
+    text = pa.array(values, pa.binary()).slice(min(skip, len(values)))
+    built = native_columns.time_micros(text)
+    assert built is not None
+    assert built.equals(_time_micros(text))
+    assert built.null_count == text.null_count
+
+
+@SETTINGS
+@given(st.lists(st.none() | time_like | server_times, max_size=12))
+def test_time_text_of_other_shapes_is_left_to_the_twin_or_read_alike(values):
+    text = pa.array(values, pa.binary())
+    built = native_columns.time_micros(text)
+    if built is not None:
+        assert built.equals(_twin_time(text))
+
+
+def test_a_time_the_c_declines_is_typed_by_the_twin_in_the_output():
+    column = ColumnSpec("t", "time", "time(6)", True, fsp=6)
+    hours = pa.array([b"1234567890:00:00", b"01:00:00"], pa.binary())  # ten digits of hours
+    assert native_columns.time_micros(hours) is None
+    assert text_column_to_arrow(column, hours, pa.int64(), native=True).equals(
+        text_column_to_arrow(column, hours, pa.int64(), native=False)
+    )
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=40), max_size=50), st.integers(0, 5), st.text(max_size=30))
+def test_seq_column_equals_the_twin_even_for_a_sliced_array(keys, skip, prefix):
+    array_ = pa.array(keys, pa.binary()).slice(min(skip, len(keys)))
+    built = snapshot_seq_column(prefix, array_, native=True)
+    assert built.equals(snapshot_seq_column(prefix, array_, native=False))
+    assert built.to_pylist() == [prefix + k.hex() for k in keys[skip:]]
+    assert hex_column(array_).to_pylist() == [k.hex() for k in keys[skip:]]
+
+
+def _offsets(*values: int) -> array.array:
+    return array.array("i", values)
+
+
+@pytest.mark.parametrize(
+    "offsets, data, offset, length",
+    [
+        (_offsets(0, 4), b"abc", 0, 1),  # past the data
+        (_offsets(0, 3, 2), b"abc", 0, 2),  # out of order
+        (_offsets(-1, 2), b"abc", 0, 1),  # negative
+        (_offsets(0, 2), b"abc", 0, 2),  # fewer offsets than values
+        (_offsets(0, 2), b"abc", 1, 1),  # the slice passes the offsets
+        (_offsets(0, 2), b"abc", -1, 1),
+        (_offsets(0, 2), b"abc", 0, -1),
+        (_offsets(0, 1), None, 0, 1),  # no data buffer, one byte said
+    ],
+)
+def test_bad_buffers_are_a_value_error_on_both_entry_points(offsets, data, offset, length):
+    from reader import _textvalues
+
+    with pytest.raises(ValueError):
+        _textvalues.time_micros(None, offsets, data, offset, length)
+    with pytest.raises(ValueError):
+        _textvalues.hex_seq(b"p", offsets, data, offset, length)
+
+
+def test_a_short_validity_bitmap_and_unaligned_offsets_are_a_value_error():
+    from reader import _textvalues
+
+    with pytest.raises(ValueError):
+        _textvalues.time_micros(b"", _offsets(*range(10)), b"x" * 9, 0, 9)
+    unaligned = memoryview(bytes(12))[1:9]
+    with pytest.raises(ValueError):
+        _textvalues.hex_seq(b"p", unaligned, b"", 0, 1)
