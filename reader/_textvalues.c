@@ -5,13 +5,19 @@
  * Two steps of turning them into output cost Arrow several kernels each, and this file
  * does them in one loop:
  *
- *   time_micros  TIME text, [-]H+:MM:SS[.f{1,6}], as signed microseconds;
- *   hex_seq      a chunk's _seq: one prefix, then each key's bytes as lower-case hex.
+ *   time_micros       TIME text, [-]H+:MM:SS[.f{1,6}], as signed microseconds;
+ *   date_days         DATE text, YYYY-MM-DD, as days since 1970-01-01 (Arrow's date32);
+ *   datetime_micros   DATETIME and TIMESTAMP text, YYYY-MM-DD HH:MM:SS[.f{1,6}], as
+ *                     microseconds since 1970-01-01 00:00:00 (Arrow's timestamp[us]);
+ *   decimal128        DECIMAL (and BIGINT UNSIGNED) text, [-]D+[.D+], as Arrow's
+ *                     decimal128 of a given precision and scale;
+ *   hex_seq           a chunk's _seq: one prefix, then each key's bytes as lower-case hex.
  *
- * reader/text_columns.py (_time_micros) and reader/key_columns.py (hex_column) are the
- * pure-Python twins, on Arrow's kernels; the tests compare the two, and every value
- * this file does not take (another shape of TIME, more than nine digits of hours) is
- * left to the twin, which is the reference.
+ * reader/text_columns.py (Arrow's casts, _time_micros) and reader/key_columns.py
+ * (hex_column) are the pure-Python twins; the tests compare the two. A parser returns
+ * None for a column with any value it does not take (another shape; a zero or invalid
+ * date; year 0; more digits than the precision or the scale allow; more than nine digits
+ * of hours): the twin, which is the reference, then types that column.
  *
  * Safety: the offsets are checked before any byte is read (non-negative, in order, the
  * last within the data buffer, the buffers as long as the rows they are said to hold);
@@ -146,6 +152,111 @@ static int parse_time(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
     return 1;
 }
 
+static int fixed_digits(const uint8_t *text, int count, int *value) {
+    int v = 0;
+    for (int i = 0; i < count; i++) {
+        if (!is_digit(text[i])) return 0;
+        v = v * 10 + (text[i] - '0');
+    }
+    *value = v;
+    return 1;
+}
+
+static int days_in_month(int year, int month) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : days[month - 1];
+}
+
+/* Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t year, int64_t month, int64_t day) {
+    year -= month <= 2;
+    int64_t era = (year >= 0 ? year : year - 399) / 400;
+    int64_t year_of_era = year - era * 400;
+    int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    return era * 146097 + day_of_era - 719468;
+}
+
+/* 1 with *days set if text[0..10) is a valid YYYY-MM-DD of years 1..9999. */
+static int parse_date(const uint8_t *text, Py_ssize_t n, int64_t *days) {
+    int year, month, day;
+    if (n < 10 || text[4] != '-' || text[7] != '-') return 0;
+    if (!fixed_digits(text, 4, &year) || !fixed_digits(text + 5, 2, &month) ||
+        !fixed_digits(text + 8, 2, &day))
+        return 0;
+    if (year < 1 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month))
+        return 0;
+    *days = days_from_civil(year, month, day);
+    return 1;
+}
+
+/* 1 with *micros set if text[0..n) is YYYY-MM-DD HH:MM:SS[.f{1,6}], valid. */
+static int parse_datetime(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
+    int64_t days;
+    int hour, minute, second;
+    if (n < 19 || !parse_date(text, 10, &days) || text[10] != ' ' || text[13] != ':' ||
+        text[16] != ':')
+        return 0;
+    if (!fixed_digits(text + 11, 2, &hour) || !fixed_digits(text + 14, 2, &minute) ||
+        !fixed_digits(text + 17, 2, &second) || hour > 23 || minute > 59 || second > 59)
+        return 0;
+    int64_t fraction = 0;
+    Py_ssize_t p = 19;
+    if (p < n) {
+        if (text[p] != '.') return 0;
+        p++;
+        Py_ssize_t digits = 0;
+        while (p < n && is_digit(text[p]) && digits < 6) {
+            fraction = fraction * 10 + (text[p] - '0');
+            p++;
+            digits++;
+        }
+        if (digits == 0 || p != n) return 0;
+        for (; digits < 6; digits++) fraction *= 10;
+    }
+    *micros = ((days * 24 + hour) * 60 + minute) * 60000000LL + second * 1000000LL + fraction;
+    return 1;
+}
+
+#ifdef __SIZEOF_INT128__
+/* 1 with *units set if text[0..n) is [-]D+[.D+] with at most ``scale`` fraction digits
+ * and at most ``precision`` digits in all once scaled: the unscaled value. */
+static int parse_decimal(const uint8_t *text, Py_ssize_t n, int precision, int scale,
+                         __int128 *units) {
+    Py_ssize_t p = 0;
+    int negative = 0;
+    if (p < n && text[p] == '-') {
+        negative = 1;
+        p++;
+    }
+    __int128 value = 0;
+    int whole = 0, fraction = 0, significant = 0;
+    while (p < n && is_digit(text[p])) {
+        if (significant || text[p] != '0') significant++;
+        if (significant > precision) return 0;
+        value = value * 10 + (text[p] - '0');
+        whole++;
+        p++;
+    }
+    if (whole == 0 || significant + scale > precision) return 0;
+    if (p < n) {
+        if (text[p] != '.') return 0;
+        p++;
+        while (p < n && is_digit(text[p])) {
+            if (fraction == scale) return 0;
+            value = value * 10 + (text[p] - '0');
+            fraction++;
+            p++;
+        }
+        if (fraction == 0 || p != n) return 0;
+    }
+    for (; fraction < scale; fraction++) value *= 10; /* <= precision digits in all */
+    *units = negative ? -value : value;
+    return 1;
+}
+#endif
+
 /* The validity bits of the values, moved to start at bit 0 (a sliced array starts later). */
 static PyObject *packed_validity(const Binary *b) {
     PyObject *out = PyBytes_FromStringAndSize(NULL, (b->length + 7) / 8);
@@ -195,6 +306,121 @@ static PyObject *time_micros(PyObject *module, PyObject *args) {
         return NULL;
     }
     return Py_BuildValue("(NN)", bits, values);
+}
+
+typedef int (*int64_parser)(const uint8_t *, Py_ssize_t, int64_t *);
+
+/* (validity|None, values) of ``width``-byte little-endian values, or None (a value the
+ * parser does not take). */
+static PyObject *parsed_column(PyObject *args, int64_parser parse, int width) {
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    if (!PyArg_ParseTuple(args, "OOOnn", &validity, &offsets, &data, &offset, &length))
+        return NULL;
+    Binary b;
+    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
+        binary_release(&b);
+        return NULL;
+    }
+    PyObject *values = PyBytes_FromStringAndSize(NULL, length * (Py_ssize_t)width);
+    if (!values) {
+        binary_release(&b);
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(values);
+    memset(out, 0, (size_t)(length * width));
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (!is_valid(&b, i)) continue;
+        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
+        int64_t value;
+        if (!parse(b.bytes + from, to - from, &value)) {
+            Py_DECREF(values);
+            binary_release(&b);
+            Py_RETURN_NONE;
+        }
+        if (width == 4) {
+            int32_t narrow = (int32_t)value;
+            memcpy(out + i * 4, &narrow, 4);
+        } else {
+            memcpy(out + i * 8, &value, 8);
+        }
+    }
+    PyObject *bits = Py_None;
+    Py_INCREF(bits);
+    if (b.bits) {
+        Py_DECREF(bits);
+        bits = packed_validity(&b);
+    }
+    binary_release(&b);
+    if (!bits) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", bits, values);
+}
+
+static int parse_date_text(const uint8_t *text, Py_ssize_t n, int64_t *days) {
+    return n == 10 && parse_date(text, n, days);
+}
+
+static PyObject *date_days(PyObject *module, PyObject *args) {
+    return parsed_column(args, parse_date_text, 4);
+}
+
+static PyObject *datetime_micros(PyObject *module, PyObject *args) {
+    return parsed_column(args, parse_datetime, 8);
+}
+
+static PyObject *decimal128(PyObject *module, PyObject *args) {
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int precision, scale;
+    if (!PyArg_ParseTuple(args, "OOOnnii", &validity, &offsets, &data, &offset, &length,
+                          &precision, &scale))
+        return NULL;
+    if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+        PyErr_SetString(PyExc_ValueError, "decimal128 holds precision 1..38, scale 0..precision");
+        return NULL;
+    }
+#ifndef __SIZEOF_INT128__
+    Py_RETURN_NONE;
+#else
+    Binary b;
+    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
+        binary_release(&b);
+        return NULL;
+    }
+    PyObject *values = PyBytes_FromStringAndSize(NULL, length * 16);
+    if (!values) {
+        binary_release(&b);
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(values);
+    memset(out, 0, (size_t)(length * 16));
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (!is_valid(&b, i)) continue;
+        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
+        __int128 units;
+        if (!parse_decimal(b.bytes + from, to - from, precision, scale, &units)) {
+            Py_DECREF(values);
+            binary_release(&b);
+            Py_RETURN_NONE;
+        }
+        memcpy(out + i * 16, &units, 16); /* little-endian two's complement, as Arrow's */
+    }
+    PyObject *bits = Py_None;
+    Py_INCREF(bits);
+    if (b.bits) {
+        Py_DECREF(bits);
+        bits = packed_validity(&b);
+    }
+    binary_release(&b);
+    if (!bits) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", bits, values);
+#endif
 }
 
 static PyObject *hex_seq(PyObject *module, PyObject *args) {
@@ -250,6 +476,15 @@ static PyMethodDef module_methods[] = {
      "time_micros(validity|None, offsets, data|None, offset, length) -> (validity|None, "
      "int64 values) or None.\nTIME text as signed microseconds; None when a value is of "
      "another shape (the Python twin decides it)."},
+    {"date_days", date_days, METH_VARARGS,
+     "date_days(validity|None, offsets, data|None, offset, length) -> (validity|None, "
+     "int32 days since 1970-01-01) or None."},
+    {"datetime_micros", datetime_micros, METH_VARARGS,
+     "datetime_micros(validity|None, offsets, data|None, offset, length) -> (validity|None, "
+     "int64 microseconds since 1970-01-01 00:00:00) or None."},
+    {"decimal128", decimal128, METH_VARARGS,
+     "decimal128(validity|None, offsets, data|None, offset, length, precision, scale) -> "
+     "(validity|None, 16-byte unscaled values) or None."},
     {"hex_seq", hex_seq, METH_VARARGS,
      "hex_seq(prefix, offsets, data|None, offset, length) -> (int32 offsets, text).\n"
      "Per value: the prefix, then the value's bytes as lower-case hex."},
@@ -258,7 +493,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef textvalues_module = {
     PyModuleDef_HEAD_INIT, "reader._textvalues",
-    "Snapshot columns from the server's text in C: TIME as microseconds, _seq as hex.",
+    "Snapshot columns from the server's text in C: temporal values, decimals, _seq.",
     -1, module_methods,
 };
 

@@ -1,13 +1,15 @@
-"""Two snapshot columns built by C where ``reader._textvalues`` is built: TIME values from
-the server's text, and ``_seq`` from the chunk's prefix and the key bytes.
+"""Snapshot columns built by C where ``reader._textvalues`` is built: temporal values
+(TIME, DATE, DATETIME, TIMESTAMP) and decimals (DECIMAL, BIGINT UNSIGNED) from the
+server's text, and ``_seq`` from the chunk's prefix and the key bytes.
 
-Each is one loop over the Arrow buffers instead of several Arrow kernels (a regular
-expression and five kernels for TIME; a NumPy gather and a join for ``_seq``). The Arrow
-paths they replace, ``reader.text_columns._time_micros`` and
-``reader.key_columns.hex_column``, are their pure-Python twins: a task runs the C where
+Each is one loop over the Arrow buffers instead of one or more Arrow kernels (for TIME a
+regular expression and five kernels; for ``_seq`` a NumPy gather and a join). The Arrow
+paths they replace (the casts of ``reader.text_columns``, its ``_time_micros``, and
+``reader.key_columns.hex_column``) are their pure-Python twins: a task runs the C where
 its row decoder is the native one (``scan.binlog.decoder``), so the test matrix runs both,
-and a differential test holds them equal. A TIME value the C does not take (another
-shape, more than nine digits of hours) leaves the whole column to the twin.
+and a differential test holds them equal. A column with a value the C does not take
+(another shape, a zero date, more digits than the type holds) is left to the twin: each
+function here returns None for it.
 """
 
 from __future__ import annotations
@@ -45,14 +47,48 @@ def time_micros(text: pa.Array) -> pa.Array | None:
     validity, offsets, data, offset, length = _binary_buffers(text)
     if offsets is None:  # an empty array
         return pa.array([], pa.int64())
-    built = _textvalues.time_micros(
-        validity if text.null_count else None, offsets, data, offset, length
-    )
+    bits = validity if text.null_count else None
+    return _typed(_textvalues.time_micros(bits, offsets, data, offset, length), pa.int64(), text)
+
+
+def _typed(built: tuple | None, arrow_type: pa.DataType, text: pa.Array) -> pa.Array | None:
     if built is None:
         return None
     bits, values = built
     buffers = [pa.py_buffer(bits) if bits is not None else None, pa.py_buffer(values)]
-    return pa.Array.from_buffers(pa.int64(), length, buffers, null_count=text.null_count)
+    return pa.Array.from_buffers(arrow_type, len(text), buffers, null_count=text.null_count)
+
+
+def date_days(text: pa.Array) -> pa.Array | None:
+    """DATE text (``YYYY-MM-DD``) as Arrow's date32, or None."""
+    validity, offsets, data, offset, length = _binary_buffers(text)
+    if offsets is None:
+        return pa.array([], pa.date32())
+    bits = validity if text.null_count else None
+    return _typed(_textvalues.date_days(bits, offsets, data, offset, length), pa.date32(), text)
+
+
+def datetime_micros(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
+    """DATETIME or TIMESTAMP text (``YYYY-MM-DD HH:MM:SS[.ffffff]``) as ``arrow_type``, a
+    microsecond timestamp, or None."""
+    validity, offsets, data, offset, length = _binary_buffers(text)
+    if offsets is None:
+        return pa.array([], arrow_type)
+    bits = validity if text.null_count else None
+    built = _textvalues.datetime_micros(bits, offsets, data, offset, length)
+    return _typed(built, arrow_type, text)
+
+
+def decimals(text: pa.Array, arrow_type: pa.Decimal128Type) -> pa.Array | None:
+    """DECIMAL or BIGINT UNSIGNED text as ``arrow_type`` (decimal128), or None."""
+    validity, offsets, data, offset, length = _binary_buffers(text)
+    if offsets is None:
+        return pa.array([], arrow_type)
+    bits = validity if text.null_count else None
+    built = _textvalues.decimal128(
+        bits, offsets, data, offset, length, arrow_type.precision, arrow_type.scale
+    )
+    return _typed(built, arrow_type, text)
 
 
 def seq_column(prefix: str, keys: pa.Array) -> pa.Array:

@@ -54,11 +54,27 @@ def text_to_python(column: ColumnSpec, raw: Any) -> Any:
     return _text(raw)
 
 
-def _fast_cast(
-    column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType, native: bool
-) -> pa.Array | None:
-    """Arrow's cast of a binary column of the server's text (TIME in C when ``native``),
-    or None (parse per value)."""
+def _native_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
+    """The C build of a column of the kinds :mod:`reader.native_columns` types, or None
+    (Arrow's cast decides)."""
+    t = column.data_type
+    if t == "bigint" and column.unsigned:
+        return native_columns.decimals(text, pa.decimal128(20, 0))
+    if t == "decimal" and pa.types.is_decimal128(arrow_type):
+        return native_columns.decimals(text, arrow_type)
+    if t == "date" and arrow_type == pa.date32():
+        return native_columns.date_days(text)
+    if t in ("datetime", "timestamp") and pa.types.is_timestamp(arrow_type):
+        if arrow_type.unit != "us":
+            return None
+        return native_columns.datetime_micros(text, arrow_type)
+    if t == "time":
+        return native_columns.time_micros(text)
+    return None
+
+
+def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
+    """Arrow's cast of a binary column of the server's text, or None (parse per value)."""
     t = column.data_type
     if t in _INTEGERS:
         if column.boolean:
@@ -81,8 +97,7 @@ def _fast_cast(
     if t in ("datetime", "timestamp"):
         return text.cast(pa.string()).cast(pa.timestamp("us")).cast(arrow_type)
     if t == "time":
-        built = native_columns.time_micros(text) if native else None
-        return built if built is not None else _time_micros(text)
+        return _time_micros(text)
     return None
 
 
@@ -108,7 +123,9 @@ def text_column_to_arrow(
     """One fetched column (the server's text as Arrow binary) in the output type;
     ``native``: with :mod:`reader.native_columns` where it has the column's kind."""
     try:
-        array = _fast_cast(column, text, arrow_type, native)
+        array = _native_cast(column, text, arrow_type) if native else None
+        if array is None:
+            array = _fast_cast(column, text, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         array = None  # e.g. a zero date: parse value by value below
     if array is not None and array.type == arrow_type:

@@ -8,8 +8,9 @@ layouts of :mod:`tests.fuzz.native_targets`:
 * ``split``: the corpus files as dump streams, a few events per seed;
 * ``json``: every JSON column value of the MySQL corpus;
 * ``textscan``: the recorded answers as text-protocol result sets;
-* ``values``: every TIME value of the binlog corpus as the server prints it, and every
-  text value of the recorded answers as key bytes for ``_seq``.
+* ``values``: every TIME value of the binlog corpus as the server prints it, every
+  text value of the recorded answers as key bytes for ``_seq``, and DATE, DATETIME and
+  DECIMAL text of the server's forms.
 
 Run ``python -m tests.fuzz.make_seeds``; it replaces the directory. Findings' inputs are
 not seeds: they stay in ``tests/data/fuzz_seeds/regressions/<target>/``, untouched here.
@@ -103,7 +104,7 @@ def time_seed(micros: list[int | None]) -> bytes:
     for value in micros:
         text = time_literal(value).encode() if value is not None else None
         texts.append(text[:-7] if text is not None and text.endswith(b".000000") else text)
-    return t.values_input(False, texts)
+    return t.values_input("time_micros", texts)
 
 
 def answer_key_seeds() -> list[bytes]:
@@ -118,8 +119,31 @@ def answer_key_seeds() -> list[bytes]:
                     v if isinstance(v, bytes) else str(v).encode() for v in values if v is not None
                 ]
                 if texts:
-                    seeds.append(t.values_input(True, [b"000001.000000000004.1.0000.", *texts]))
+                    prefix = b"000001.000000000004.1.0000."
+                    seeds.append(t.values_input("hex_seq", [prefix, *texts]))
     return seeds
+
+
+def typed_text_seeds() -> list[bytes]:
+    """DATE, DATETIME and DECIMAL text in the forms the server prints, the zero date and
+    the extremes included (hand-built: the recorded answers hold none)."""
+    dates = [b"2024-02-29", b"1970-01-01", b"0001-01-01", b"9999-12-31", b"0000-00-00", None]
+    datetimes = [
+        b"2024-02-29 23:59:59",
+        b"1969-12-31 00:00:00.5",
+        b"9999-12-31 23:59:59.999999",
+        b"0000-00-00 00:00:00",
+        b"2020-01-01 00:00:00.123",
+        None,
+    ]
+    decimals = [b"-123.45", b"0.00", b"99999.99", b"-0.50", None]
+    unsigned = [b"18446744073709551615", b"0", b"42"]
+    return [
+        t.values_input("date_days", dates),
+        t.values_input("datetime_micros", datetimes),
+        t.values_input("decimal128", decimals, bytes([6, 2])),  # DECIMAL(7, 2)
+        t.values_input("decimal128", unsigned, bytes([19, 0])),  # BIGINT UNSIGNED
+    ]
 
 
 def old_temporal_seeds() -> list[bytes]:
@@ -185,7 +209,7 @@ def main() -> None:
             binlog_seeds(path, seeds)
     seeds["rows"] += old_temporal_seeds()
     seeds["textscan"] = textscan_seeds()
-    seeds["values"] += answer_key_seeds()
+    seeds["values"] += answer_key_seeds() + typed_text_seeds()
     for name, inputs in seeds.items():
         directory = SEEDS / name
         shutil.rmtree(directory, ignore_errors=True)

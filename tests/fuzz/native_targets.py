@@ -22,13 +22,16 @@ so :mod:`tests.fuzz.make_seeds` can write real events and result sets in them:
               columns): libmariadb allocates the column definitions for whatever count a
               server sends (an 8-byte length-encoded one asked for 6 GB in
               ``mysql_real_query``), an allocation in the client library, not this code.
-``values``    ``reader._textvalues`` (TIME text as microseconds, ``_seq`` as hex): 1 byte
-              mode (bit 0: ``hex_seq`` instead of ``time_micros``; bit 1: raw buffers).
-              Values: each as 1 byte length (255: null) and its bytes, made into an Arrow
-              array; the result must equal a pure-Python reference (the first value is
-              ``hex_seq``'s prefix). Raw: 1 byte n, 1 byte offset, 4 * (n + offset + 1)
-              bytes of int32 offsets, the validity bitmap, then the data, each in a
-              buffer of its own: the entry point must refuse what is inconsistent.
+``values``    ``reader._textvalues`` (temporal and decimal text, ``_seq`` as hex): 1 byte
+              mode m; bit 1 set: raw buffers, else the entry point
+              ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their count; a
+              ``decimal128`` input then has 2 bytes, precision and scale, modulo
+              their ranges). Values: each as 1 byte length (255: null) and its bytes,
+              made into an Arrow array; a result must equal a pure-Python reference (the
+              first value is ``hex_seq``'s prefix). Raw: 1 byte n, 1 byte offset, 4 * (n +
+              offset + 1) bytes of int32 offsets, the validity bitmap, then the data,
+              each in a buffer of its own: every entry point must refuse what is
+              inconsistent with a ValueError.
 
 Every input is handed to the C code in a buffer of exactly its size (``array``), so an
 AddressSanitizer build sees a read one byte past it (``bytes`` keep a NUL there).
@@ -37,6 +40,7 @@ AddressSanitizer build sees a read one byte past it (``bytes`` keep a NUL there)
 from __future__ import annotations
 
 import array
+import datetime
 import re
 
 ROW_KINDS = 17
@@ -165,11 +169,19 @@ def textscan(data: bytes) -> None:
 
 
 NULL_LENGTH = 255
+VALUE_ENTRIES = ("time_micros", "hex_seq", "date_days", "datetime_micros", "decimal128")
 _TIME = re.compile(rb"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_DATE = re.compile(rb"(\d{4})-(\d\d)-(\d\d)")
+_DATETIME = re.compile(rb"(\d{4}-\d\d-\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_DECIMAL = re.compile(rb"(-?)(\d+)(?:\.(\d+))?")
+_EPOCH = datetime.date(1970, 1, 1)
 
 
-def values_input(hex_seq: bool, values: list[bytes | None]) -> bytes:
-    out = bytearray([1 if hex_seq else 0])
+def values_input(entry: str, values: list[bytes | None], head: bytes = b"") -> bytes:
+    """A list-mode input of ``entry`` (``head``: a decimal128 input's precision and scale
+    bytes)."""
+    index = VALUE_ENTRIES.index(entry)
+    out = bytearray([(index // 2) << 2 | index % 2]) + head
     for value in values:
         if value is None:
             out.append(NULL_LENGTH)
@@ -178,9 +190,9 @@ def values_input(hex_seq: bool, values: list[bytes | None]) -> bytes:
     return bytes(out)
 
 
-def parse_values_input(data: bytes) -> list[bytes | None]:
+def parse_values_input(data: bytes, start: int = 1) -> list[bytes | None]:
     values: list[bytes | None] = []
-    pos = 1
+    pos = start
     while pos < len(data):
         size = data[pos]
         if size == NULL_LENGTH:
@@ -192,6 +204,10 @@ def parse_values_input(data: bytes) -> list[bytes | None]:
     return values
 
 
+def _fraction(digits: bytes | None) -> int:
+    return int((digits or b"").ljust(6, b"0"))
+
+
 def reference_time(text: bytes) -> int | None:
     """TIME text as microseconds, as the Python twin's regular expression reads it."""
     match = _TIME.fullmatch(text)
@@ -199,8 +215,46 @@ def reference_time(text: bytes) -> int | None:
         return None
     sign, hours, minutes, seconds, fraction = match.groups()
     whole = (int(hours) * 60 + int(minutes)) * 60 + int(seconds)
-    micros = whole * 1_000_000 + int((fraction or b"").ljust(6, b"0"))
+    micros = whole * 1_000_000 + _fraction(fraction)
     return -micros if sign else micros
+
+
+def reference_date(text: bytes) -> int | None:
+    """DATE text as days since 1970-01-01 (valid dates of years 1..9999 only)."""
+    match = _DATE.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        day = datetime.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return None
+    return (day - _EPOCH).days
+
+
+def reference_datetime(text: bytes) -> int | None:
+    match = _DATETIME.fullmatch(text)
+    if match is None:
+        return None
+    day, hour, minute, second, fraction = match.groups()
+    days = reference_date(day)
+    if days is None or int(hour) > 23 or int(minute) > 59 or int(second) > 59:
+        return None
+    seconds = ((days * 24 + int(hour)) * 60 + int(minute)) * 60 + int(second)
+    return seconds * 1_000_000 + _fraction(fraction)
+
+
+def reference_decimal(text: bytes, precision: int, scale: int) -> int | None:
+    """The unscaled value of DECIMAL(precision, scale) text, if the type holds it."""
+    match = _DECIMAL.fullmatch(text)
+    if match is None:
+        return None
+    sign, whole, fraction = match.groups()
+    if fraction is not None and len(fraction) > scale:
+        return None
+    units = int(whole + (fraction or b"").ljust(scale, b"0"))
+    if units and len(str(units)) > precision:
+        return None
+    return -units if sign else units
 
 
 def _values_as_arrays(values: list[bytes | None]) -> tuple:
@@ -213,6 +267,20 @@ def _values_as_arrays(values: list[bytes | None]) -> tuple:
     return exact(bytes(bits)), ends, exact(bytes(data))
 
 
+def _checked(built, items: list[bytes | None], reference, width: int) -> None:
+    """A parser's result against the reference: equal values where it took the column
+    (it may decline a column the reference reads: the twin then decides)."""
+    if built is None:
+        return
+    expected = [reference(v) if v is not None else 0 for v in items]
+    assert None not in expected, (items, built)
+    got = [
+        int.from_bytes(built[1][i * width : (i + 1) * width], "little", signed=True)
+        for i in range(len(items))
+    ]
+    assert got == expected, (items, got, expected)
+
+
 def values(data: bytes) -> None:
     from reader import _textvalues
 
@@ -221,8 +289,9 @@ def values(data: bytes) -> None:
     if data[0] & 2:
         _raw_values(data)
         return
-    items = parse_values_input(data)
-    if data[0] & 1:
+    entry = VALUE_ENTRIES[((data[0] >> 2) * 2 + (data[0] & 1)) % len(VALUE_ENTRIES)]
+    if entry == "hex_seq":
+        items = parse_values_input(data)
         prefix = (items[0] or b"") if items else b""
         keys = [v or b"" for v in items[1:]]
         _, ends, body = _values_as_arrays(keys)
@@ -232,14 +301,25 @@ def values(data: bytes) -> None:
         got = [text[starts[i] : starts[i + 1]] for i in range(len(keys))]
         assert got == expected, (got, expected)
         return
+    if entry == "decimal128":
+        if len(data) < 3:
+            return
+        precision = data[1] % 38 + 1
+        scale = data[2] % (precision + 1)
+        items = parse_values_input(data, 3)
+        bits, ends, body = _values_as_arrays(items)
+        built = _textvalues.decimal128(bits, ends, body, 0, len(items), precision, scale)
+        _checked(built, items, lambda v: reference_decimal(v, precision, scale), 16)
+        return
+    items = parse_values_input(data)
     bits, ends, body = _values_as_arrays(items)
-    built = _textvalues.time_micros(bits, ends, body, 0, len(items))
-    expected = [reference_time(v) if v is not None else 0 for v in items]
-    if built is None:
-        return  # declined: the twin decides (it may read a value the C does not)
-    assert None not in expected, (items, built)
-    got = array.array("q", built[1]).tolist()
-    assert got == expected, (items, got, expected)
+    built = getattr(_textvalues, entry)(bits, ends, body, 0, len(items))
+    reference = {
+        "time_micros": (reference_time, 8),
+        "date_days": (reference_date, 4),
+        "datetime_micros": (reference_datetime, 8),
+    }[entry]
+    _checked(built, items, *reference)
 
 
 def _raw_values(data: bytes) -> None:
@@ -257,6 +337,9 @@ def _raw_values(data: bytes) -> None:
     body = exact(data[3 + ends_size + bits_size :])
     for call in (
         lambda: _textvalues.time_micros(bits, ends, body, offset, n),
+        lambda: _textvalues.date_days(bits, ends, body, offset, n),
+        lambda: _textvalues.datetime_micros(bits, ends, body, offset, n),
+        lambda: _textvalues.decimal128(bits, ends, body, offset, n, 20, 6),
         lambda: _textvalues.hex_seq(b"p.", ends, body, offset, n),
     ):
         try:
