@@ -45,7 +45,7 @@ def _by_key(run: StreamRun, spark) -> dict:
     return latest
 
 
-@pytest.mark.one_decoder  # the snapshot reads no binlog
+@pytest.mark.one_decoder  # the snapshot reads no binlog; its typing: see the dates below
 def test_a_tinyint1_other_than_0_or_1_is_refused_by_the_snapshot_naming_it(server, spark, tmp_path):
     database = server.fresh_database("tiny_refused_snapshot")
     server.execute(
@@ -125,8 +125,11 @@ def test_a_tinyint1_key_is_an_integer_whatever_the_option(server, spark, tmp_pat
     assert schema["f"].dataType.typeName() == "boolean"
 
 
-@pytest.mark.one_decoder  # the snapshot reads no binlog
-@pytest.mark.parametrize("value", ["2020-02-31", "2020-00-15", "2020-01-00"])
+# The snapshot reads no binlog; how its two typing paths (C and Arrow) treat every shape of
+# date is tests/unit/reader/test_native_columns.py's: both leave a date that is not real to
+# the same per-value check. A day past the month's end and a zero month stand for the rest.
+@pytest.mark.one_decoder
+@pytest.mark.parametrize("value", ["2020-02-31", "2020-00-15"])
 def test_a_date_neither_real_nor_zero_is_refused_by_the_snapshot(server, spark, tmp_path, value):
     database = server.fresh_database("date_refused_snapshot")
     server.execute(
@@ -139,7 +142,7 @@ def test_a_date_neither_real_nor_zero_is_refused_by_the_snapshot(server, spark, 
     assert f"{database}.days.d" in message and value in message
 
 
-@pytest.mark.one_decoder  # the snapshot reads no binlog
+@pytest.mark.one_decoder  # the snapshot reads no binlog; its typing: see above
 @pytest.mark.parametrize("client", ["pymysql", "mysqlclient"])
 def test_a_datetime_neither_real_nor_zero_is_refused_by_either_snapshot_client(
     server, spark, tmp_path, client
@@ -159,7 +162,6 @@ def test_a_datetime_neither_real_nor_zero_is_refused_by_either_snapshot_client(
 @pytest.mark.parametrize(
     "column, value, spelled",
     [
-        ("d", "'2020-02-31'", "2020-02-31"),
         ("d", "'2020-00-15'", "2020-00-15"),
         ("dt", "'2020-04-31 01:02:03.250'", "2020-04-31 01:02:03.250000"),
     ],
