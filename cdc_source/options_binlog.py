@@ -113,13 +113,16 @@ BINLOG_OPTIONS: tuple[Option, ...] = (
         shown_default="`auto`",
         summary=(
             "auto (the C extension where built, else pure Python), native or python: the row "
-            "decoder of binlog and normalization reads; both give the same output"
+            "decoder of binlog and normalization reads, and how snapshot text is typed; both "
+            "give the same output"
         ),
         manual=(
             "the binlog row decoder: `native` (the C extension, built at install time where a"
             " C compiler and Python's headers exist), `python` (its pure-Python twin), or "
-            "`auto` (native where built). Both give the same output; the driver log and "
-            "`inspect` say which runs"
+            "`auto` (native where built). The same choice types the snapshot's temporal and "
+            "decimal text and builds its `_seq` in C (`reader/_textvalues.c`) or with "
+            "Arrow's kernels. Both give the same output; the driver log and `inspect` say "
+            "which runs"
         ),
     ),
 )
