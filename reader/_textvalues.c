@@ -268,39 +268,11 @@ static PyObject *packed_validity(const Binary *b) {
     return out;
 }
 
-static PyObject *time_micros(PyObject *module, PyObject *args) {
-    PyObject *validity, *offsets, *data;
-    Py_ssize_t offset, length;
-    if (!PyArg_ParseTuple(args, "OOOnn", &validity, &offsets, &data, &offset, &length))
-        return NULL;
-    Binary b;
-    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
-        binary_release(&b);
-        return NULL;
-    }
-    PyObject *values = PyBytes_FromStringAndSize(NULL, length * (Py_ssize_t)sizeof(int64_t));
-    if (!values) {
-        binary_release(&b);
-        return NULL;
-    }
-    int64_t *out = (int64_t *)PyBytes_AS_STRING(values);
-    for (Py_ssize_t i = 0; i < length; i++) {
-        out[i] = 0;
-        if (!is_valid(&b, i)) continue;
-        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
-        if (!parse_time(b.bytes + from, to - from, &out[i])) {
-            Py_DECREF(values);
-            binary_release(&b);
-            Py_RETURN_NONE;
-        }
-    }
-    PyObject *bits = Py_None;
-    Py_INCREF(bits);
-    if (b.bits) {
-        Py_DECREF(bits);
-        bits = packed_validity(&b);
-    }
-    binary_release(&b);
+/* (validity|None, values) for a column whose values are all built: releases ``b`` and
+ * takes ``values``. */
+static PyObject *column_result(Binary *b, PyObject *values) {
+    PyObject *bits = b->bits ? packed_validity(b) : (Py_INCREF(Py_None), Py_None);
+    binary_release(b);
     if (!bits) {
         Py_DECREF(values);
         return NULL;
@@ -345,18 +317,11 @@ static PyObject *parsed_column(PyObject *args, int64_parser parse, int width) {
             memcpy(out + i * 8, &value, 8);
         }
     }
-    PyObject *bits = Py_None;
-    Py_INCREF(bits);
-    if (b.bits) {
-        Py_DECREF(bits);
-        bits = packed_validity(&b);
-    }
-    binary_release(&b);
-    if (!bits) {
-        Py_DECREF(values);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", bits, values);
+    return column_result(&b, values);
+}
+
+static PyObject *time_micros(PyObject *module, PyObject *args) {
+    return parsed_column(args, parse_time, 8);
 }
 
 static int parse_date_text(const uint8_t *text, Py_ssize_t n, int64_t *days) {
@@ -408,18 +373,7 @@ static PyObject *decimal128(PyObject *module, PyObject *args) {
         }
         memcpy(out + i * 16, &units, 16); /* little-endian two's complement, as Arrow's */
     }
-    PyObject *bits = Py_None;
-    Py_INCREF(bits);
-    if (b.bits) {
-        Py_DECREF(bits);
-        bits = packed_validity(&b);
-    }
-    binary_release(&b);
-    if (!bits) {
-        Py_DECREF(values);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", bits, values);
+    return column_result(&b, values);
 #endif
 }
 
