@@ -111,6 +111,25 @@ static int is_valid(const Binary *b, Py_ssize_t i) {
 
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
+/* 1 with *micros set if text[p..n) is empty or .f{1,6}: the microseconds it spells. */
+static int parse_fraction(const uint8_t *text, Py_ssize_t n, Py_ssize_t p, int64_t *micros) {
+    int64_t fraction = 0;
+    if (p < n) {
+        if (text[p] != '.') return 0;
+        p++;
+        Py_ssize_t digits = 0;
+        while (p < n && is_digit(text[p]) && digits < 6) {
+            fraction = fraction * 10 + (text[p] - '0');
+            p++;
+            digits++;
+        }
+        if (digits == 0 || p != n) return 0;
+        for (; digits < 6; digits++) fraction *= 10;
+    }
+    *micros = fraction;
+    return 1;
+}
+
 /* 1 with *micros set if text[0..n) is [-]H+:MM:SS[.f{1,6}] with at most MAX_HOUR_DIGITS
  * of hours; 0 if not (the caller leaves the column to the Python twin). */
 static int parse_time(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
@@ -134,19 +153,8 @@ static int parse_time(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
     int64_t minutes = (text[p + 1] - '0') * 10 + (text[p + 2] - '0');
     int64_t seconds = (text[p + 4] - '0') * 10 + (text[p + 5] - '0');
     p += 6;
-    int64_t fraction = 0;
-    if (p < n) {
-        if (text[p] != '.') return 0;
-        p++;
-        Py_ssize_t digits = 0;
-        while (p < n && is_digit(text[p]) && digits < 6) {
-            fraction = fraction * 10 + (text[p] - '0');
-            p++;
-            digits++;
-        }
-        if (digits == 0 || p != n) return 0;
-        for (; digits < 6; digits++) fraction *= 10;
-    }
+    int64_t fraction;
+    if (!parse_fraction(text, n, p, &fraction)) return 0;
     int64_t value = ((hours * 60 + minutes) * 60 + seconds) * 1000000 + fraction;
     *micros = negative ? -value : value;
     return 1;
@@ -201,20 +209,8 @@ static int parse_datetime(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
     if (!fixed_digits(text + 11, 2, &hour) || !fixed_digits(text + 14, 2, &minute) ||
         !fixed_digits(text + 17, 2, &second) || hour > 23 || minute > 59 || second > 59)
         return 0;
-    int64_t fraction = 0;
-    Py_ssize_t p = 19;
-    if (p < n) {
-        if (text[p] != '.') return 0;
-        p++;
-        Py_ssize_t digits = 0;
-        while (p < n && is_digit(text[p]) && digits < 6) {
-            fraction = fraction * 10 + (text[p] - '0');
-            p++;
-            digits++;
-        }
-        if (digits == 0 || p != n) return 0;
-        for (; digits < 6; digits++) fraction *= 10;
-    }
+    int64_t fraction;
+    if (!parse_fraction(text, n, 19, &fraction)) return 0;
     *micros = ((days * 24 + hour) * 60 + minute) * 60000000LL + second * 1000000LL + fraction;
     return 1;
 }

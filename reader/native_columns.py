@@ -41,54 +41,41 @@ def _binary_buffers(array: pa.Array) -> tuple:
     return validity, offsets, data, array.offset, len(array)
 
 
-def time_micros(text: pa.Array) -> pa.Array | None:
-    """TIME text (binary or string, ``[-]H:MM:SS[.ffffff]``) as int64 microseconds, or
-    None when a value has another shape."""
+def _parsed(entry: str, text: pa.Array, arrow_type: pa.DataType, *extra: int) -> pa.Array | None:
+    """``text`` as ``arrow_type`` by the C parser ``entry`` of :mod:`reader._textvalues`,
+    or None where the parser declines a value."""
     validity, offsets, data, offset, length = _binary_buffers(text)
     if offsets is None:  # an empty array
-        return pa.array([], pa.int64())
+        return pa.array([], arrow_type)
     bits = validity if text.null_count else None
-    return _typed(_textvalues.time_micros(bits, offsets, data, offset, length), pa.int64(), text)
-
-
-def _typed(built: tuple | None, arrow_type: pa.DataType, text: pa.Array) -> pa.Array | None:
+    built = getattr(_textvalues, entry)(bits, offsets, data, offset, length, *extra)
     if built is None:
         return None
     bits, values = built
     buffers = [pa.py_buffer(bits) if bits is not None else None, pa.py_buffer(values)]
-    return pa.Array.from_buffers(arrow_type, len(text), buffers, null_count=text.null_count)
+    return pa.Array.from_buffers(arrow_type, length, buffers, null_count=text.null_count)
+
+
+def time_micros(text: pa.Array) -> pa.Array | None:
+    """TIME text (binary or string, ``[-]H:MM:SS[.ffffff]``) as int64 microseconds, or
+    None when a value has another shape."""
+    return _parsed("time_micros", text, pa.int64())
 
 
 def date_days(text: pa.Array) -> pa.Array | None:
     """DATE text (``YYYY-MM-DD``) as Arrow's date32, or None."""
-    validity, offsets, data, offset, length = _binary_buffers(text)
-    if offsets is None:
-        return pa.array([], pa.date32())
-    bits = validity if text.null_count else None
-    return _typed(_textvalues.date_days(bits, offsets, data, offset, length), pa.date32(), text)
+    return _parsed("date_days", text, pa.date32())
 
 
 def datetime_micros(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
     """DATETIME or TIMESTAMP text (``YYYY-MM-DD HH:MM:SS[.ffffff]``) as ``arrow_type``, a
     microsecond timestamp, or None."""
-    validity, offsets, data, offset, length = _binary_buffers(text)
-    if offsets is None:
-        return pa.array([], arrow_type)
-    bits = validity if text.null_count else None
-    built = _textvalues.datetime_micros(bits, offsets, data, offset, length)
-    return _typed(built, arrow_type, text)
+    return _parsed("datetime_micros", text, arrow_type)
 
 
 def decimals(text: pa.Array, arrow_type: pa.Decimal128Type) -> pa.Array | None:
     """DECIMAL or BIGINT UNSIGNED text as ``arrow_type`` (decimal128), or None."""
-    validity, offsets, data, offset, length = _binary_buffers(text)
-    if offsets is None:
-        return pa.array([], arrow_type)
-    bits = validity if text.null_count else None
-    built = _textvalues.decimal128(
-        bits, offsets, data, offset, length, arrow_type.precision, arrow_type.scale
-    )
-    return _typed(built, arrow_type, text)
+    return _parsed("decimal128", text, arrow_type, arrow_type.precision, arrow_type.scale)
 
 
 def seq_column(prefix: str, keys: pa.Array) -> pa.Array:
