@@ -14,12 +14,24 @@ settings.register_profile("cdc-mysql", deadline=None)
 settings.load_profile("cdc-mysql")
 
 
-def pytest_report_header(config) -> str:
-    """Which server the integration tests run on (tests/support/server.py)."""
+def pytest_configure(config) -> None:
+    """Once, in the process that starts the others (xdist's workers inherit the
+    environment): Spark started for less CPU (tests/support/spark_startup.py)."""
+    if not hasattr(config, "workerinput"):
+        from tests.support import spark_startup
+
+        config.spark_startup = spark_startup.prepare(os.environ)
+
+
+def pytest_report_header(config) -> list[str]:
+    """Which server the integration tests run on (tests/support/server.py), and how
+    Spark starts."""
     if os.environ.get("CDC_MYSQL_TEST_URL"):
-        return "integration server: external (CDC_MYSQL_TEST_URL)"
-    flavour = os.environ.get("CDC_MYSQL_TEST_FLAVOUR") or "mariadb"
-    return f"integration server: throwaway {flavour} (CDC_MYSQL_TEST_FLAVOUR)"
+        server = "integration server: external (CDC_MYSQL_TEST_URL)"
+    else:
+        flavour = os.environ.get("CDC_MYSQL_TEST_FLAVOUR") or "mariadb"
+        server = f"integration server: throwaway {flavour} (CDC_MYSQL_TEST_FLAVOUR)"
+    return [server, f"spark: {getattr(config, 'spark_startup', 'as installed')}"]
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
