@@ -2,20 +2,20 @@
 
 The suite starts many JVMs (its sessions, and every lake, quickstart and cluster run in a
 child process) and many Python processes of Spark's (a data source's lookup, creation,
-planning and reading, and a streaming source's runner, one per query). Measured on the
-2-core machine, idle: a pip-installed Spark's session took 11 s and its first job 6 s,
-the JVM spending 28 CPU seconds on them, and every Python process of Spark's spent about
-a second more than it needs compiling pyspark from source. Two causes, two remedies:
+planning and reading, and a streaming source's runner, one per query). A pip-installed
+Spark spends most of a JVM's start, and much of each such Python process's, on work that
+is the same every time. Two causes, two remedies:
 
 - **The JVM's start.** Most of its CPU is loading and verifying Spark's classes and
   compiling them with the optimising JIT. A class data sharing archive of the classes a
   session loads (recorded once per Java and Spark, ``-XX:ArchiveClassesAtExit``, then
   ``-XX:SharedArchiveFile``) and the quick JIT only (``-XX:TieredStopAtLevel=1``: the
-  tests move little data) take a session's start to about 4 s and its first job to 2 s.
+  tests move little data) leave the JVM little of that to do again.
 - **Python's.** Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python
-  processes' path, and Python caches no bytecode for a zip. A Spark home of links to the
-  installed pyspark's ``bin``, ``jars`` and ``sbin``, without that zip, makes them import
-  the installed pyspark, the same files, with its bytecode cache.
+  processes' path, and Python caches no bytecode for a zip: each process compiles
+  pyspark from source. A Spark home of links to the installed pyspark's ``bin``,
+  ``jars`` and ``sbin``, without that zip, makes them import the installed pyspark, the
+  same files, with its bytecode cache.
 
 Neither changes what Spark does with the source; both are off when ``SPARK_HOME`` is
 already set (a Spark of the user's) or ``CDC_MYSQL_TEST_PLAIN_SPARK=1``. The home and the
