@@ -55,10 +55,10 @@ class InProcessReader:
 
 
 def in_process_reader(bench, table: str) -> InProcessReader:
-    from cdc_source.datasource import discover
     from cdc_source.mysql_client import connect, read_head
     from cdc_source.offsets import BinlogPosition
     from cdc_source.options import parse_options
+    from cdc_source.spark_readers import discover
 
     options = parse_options(bench.source_options(table))
     tables = tuple(sorted(discover(options), key=lambda t: t.name))

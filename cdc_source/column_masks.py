@@ -3,7 +3,10 @@ what a masked value becomes, for one value and for a whole Arrow column. Both fo
 the same output, so a row masked on the per-row road (the envelope, a binlog image that
 restores a snapshot row) equals the same row masked on the columnar one (typed output).
 
-NULL stays NULL under every mask: a mask hides a value, and there is none."""
+NULL stays NULL under every mask: a mask hides a value, and there is none.
+
+Arrow is imported by the columnar form only: the options import this module in processes
+that never touch a column (:mod:`cdc_source.datasource`)."""
 
 from __future__ import annotations
 
@@ -11,10 +14,10 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 HASH = "hash"
 MASK = "mask"
@@ -96,6 +99,9 @@ class Mask:
 
     def column(self, values: pa.Array) -> pa.Array:
         """An Arrow column of canonical values masked (a string column)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if self.kind == MASK:
             stars = pa.scalar(MASK_CHAR * self.length, pa.string())
             return pc.if_else(pc.is_null(values), pa.scalar(None, pa.string()), stars)

@@ -350,8 +350,8 @@ def main(
     os.environ["TZ"] = "UTC"
     time.tzset()
 
-    from cdc_source.datasource import LOG_LEVEL_ENV
     from cdc_source.embedded_server import EmbeddedServer
+    from cdc_source.source_logging import LOG_LEVEL_ENV
 
     base = Path(args.out or tempfile.mkdtemp(prefix="cdc-mysql-quickstart-")).resolve()
     out_dir, checkpoint_dir = base / "orders", base / "checkpoint"

@@ -8,13 +8,10 @@ import logging
 import os
 
 from cdc_source.offsets import BinlogPosition, SourceOffset
+from cdc_source.source_logging import STATE_DIR_ENV
 from coordinator.registry import SplitRegistry
 
 log = logging.getLogger("cdc_mysql")
-
-# A directory to write the coordinator's holdings to (``coordinator-<pid>.json``).
-STATE_DIR_ENV = "CDC_MYSQL_STATE_DIR"
-
 
 def log_plan(
     registry: SplitRegistry,

@@ -69,9 +69,9 @@ def writer(
     write a batch for the driver to read in slices (default: a directory of this writer
     under ``checkpoint``); on a cluster it must be a path or URI that the executors and
     the driver both open with pyarrow (:mod:`cdc_source.delta.slices`)."""
-    from cdc_source.datasource import discover
     from cdc_source.options import parse_options
     from cdc_source.output_schema import is_envelope
+    from cdc_source.spark_readers import discover
 
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")

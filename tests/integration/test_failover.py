@@ -246,10 +246,10 @@ def test_a_fail_over_met_inside_any_step_of_the_driver_is_followed(steady_pair, 
     statement scan, the batch ends, the start's resolution) meets the new server at its
     first round trip; the batch is planned on the new server from the offset found there
     by its GTID state, never by asking it for the old server's file names."""
-    from cdc_source.datasource import discover
     from cdc_source.gtid import parse_state
     from cdc_source.offsets import SourceOffset
     from cdc_source.options import parse_options
+    from cdc_source.spark_readers import discover
     from coordinator import startup
     from coordinator.batch_end import BatchEnds
     from coordinator.ddl_scan import DdlScan

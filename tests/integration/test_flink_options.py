@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from cdc_source.datasource import discover
 from cdc_source.options import OptionError, parse_options
 from cdc_source.preflight import PreflightError
+from cdc_source.spark_readers import discover
 from tests.support.streams import (
     StreamRun,
     largest_offset_bytes,

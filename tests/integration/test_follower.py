@@ -9,9 +9,9 @@ import time
 
 import pyarrow as pa
 
-from cdc_source.datasource import discover
 from cdc_source.offsets import SourceOffset, table_fingerprint
 from cdc_source.options import parse_options
+from cdc_source.spark_readers import discover
 from coordinator.driver import QueryDriver
 from reader.task_runner import run_task
 

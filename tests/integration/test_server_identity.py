@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_source.datasource import discover
 from cdc_source.mysql_client import ServerChangedError
 from cdc_source.offsets import SourceOffset
 from cdc_source.options import parse_options
+from cdc_source.spark_readers import discover
 from coordinator.driver import QueryDriver, SourceStateError
 
 ONE_DECODER = True

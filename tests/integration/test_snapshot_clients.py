@@ -12,11 +12,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from cdc_source.datasource import discover
 from cdc_source.mysql_client import connect, read_head, server_identity
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import parse_options
 from cdc_source.partitions import ChunkSpec, ChunkTask
+from cdc_source.spark_readers import discover
 from reader import snapshot_connection
 from reader.task_runner import run_task
 from tests.support.typed_rows import COLUMNS, NAMES, ROWS

@@ -19,11 +19,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from cdc_source.datasource import discover
 from cdc_source.mysql_client import read_head
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import parse_options
 from cdc_source.partitions import ChunkTask
+from cdc_source.spark_readers import discover
 from coordinator.driver import QueryDriver
 from coordinator.gtid_tracker import GtidTracker, GtidTrackingError
 from reader.task_runner import run_task

@@ -276,9 +276,9 @@ def test_the_first_batch_captures_the_tables_created_since_the_query_started(ser
     whose name sorts after the first table is read by the main snapshot in its turn; one
     sorting before it is snapshotted on its own after the hand-over; one dropped is not
     read. Latest-offset mode: a table created is streamed from the first position."""
-    from cdc_source.datasource import discover
     from cdc_source.offsets import SnapshotCursor, SourceOffset, table_fingerprint
     from cdc_source.options import parse_options
+    from cdc_source.spark_readers import discover
     from coordinator.driver import QueryDriver
 
     database = server.fresh_database("first_batch_db")
@@ -334,9 +334,9 @@ def test_the_statements_of_a_range_are_read_in_the_pass_that_finds_its_gtids(ser
     """With GTIDs tracked, one pass over a batch range gives its GTID state and its table
     statements: the statement scan reads nothing of its own, and a table created in the
     range still joins."""
-    from cdc_source.datasource import discover
     from cdc_source.offsets import SourceOffset, table_fingerprint
     from cdc_source.options import parse_options
+    from cdc_source.spark_readers import discover
     from coordinator.driver import QueryDriver
 
     database = server.fresh_database("one_pass_db")

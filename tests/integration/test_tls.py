@@ -14,9 +14,9 @@ import pytest
 
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.check_command import check
-from cdc_source.datasource import discover
 from cdc_source.mysql_client import SourceConnectionError, connect, read_head
 from cdc_source.options import parse_options
+from cdc_source.spark_readers import discover
 from cdc_source.tls import pymysql_encrypted, session_cipher
 from reader.snapshot_connection import SnapshotClientError, open_snapshot_connection
 from tests.support.certs import make_tls_files, server_args
