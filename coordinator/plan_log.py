@@ -13,6 +13,7 @@ from coordinator.registry import SplitRegistry
 
 log = logging.getLogger("cdc_mysql")
 
+
 def log_plan(
     registry: SplitRegistry,
     start: SourceOffset,
