@@ -1,6 +1,7 @@
 import logging
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,11 +17,15 @@ settings.load_profile("cdc-mysql")
 
 def pytest_configure(config) -> None:
     """Once, in the process that starts the others (xdist's workers inherit the
-    environment): Spark started for less CPU (tests/support/spark_startup.py)."""
+    environment and the files): Spark and its Python processes started for less CPU
+    (tests/support/spark_startup.py)."""
     if not hasattr(config, "workerinput"):
         from tests.support import spark_startup
 
-        config.spark_startup = spark_startup.prepare(os.environ)
+        root = Path(__file__).resolve().parents[1]
+        config.spark_startup = "; ".join(
+            [spark_startup.prepare(os.environ), spark_startup.compile_project(root)]
+        )
 
 
 def pytest_report_header(config) -> list[str]:

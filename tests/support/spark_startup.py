@@ -4,7 +4,7 @@ The suite starts many JVMs (its sessions, and every lake, quickstart and cluster
 child process) and many Python processes of Spark's (a data source's lookup, creation,
 planning and reading, and a streaming source's runner, one per query). A pip-installed
 Spark spends most of a JVM's start, and much of each such Python process's, on work that
-is the same every time. Two causes, two remedies:
+is the same every time. Three causes, three remedies:
 
 - **The JVM's start.** Most of its CPU is loading and verifying Spark's classes and
   compiling them with the optimising JIT. A class data sharing archive of the classes a
@@ -16,10 +16,15 @@ is the same every time. Two causes, two remedies:
   pyspark from source. A Spark home of links to the installed pyspark's ``bin``,
   ``jars`` and ``sbin``, without that zip, makes them import the installed pyspark, the
   same files, with its bytecode cache.
+- **The project's own modules.** Where ``PYTHONDONTWRITEBYTECODE`` is set (CI machines,
+  many containers) no process writes their bytecode cache, and each of Spark's Python
+  processes compiles the source's modules again. :func:`compile_project` writes the
+  cache once, before any starts (Python reads a cache even where it writes none).
 
-Neither changes what Spark does with the source; both are off when ``SPARK_HOME`` is
-already set (a Spark of the user's) or ``CDC_MYSQL_TEST_PLAIN_SPARK=1``. The home and the
-archive are kept in ``~/.cache/cdc-mysql/spark-startup``, per Java and pyspark version.
+None of them changes what Spark does with the source. The first two are off when
+``SPARK_HOME`` is already set (a Spark of the user's) or ``CDC_MYSQL_TEST_PLAIN_SPARK=1``.
+The home and the archive are kept in ``~/.cache/cdc-mysql/spark-startup``, per Java and
+pyspark version.
 
     python -m tests.support.spark_startup ARCHIVE   # records ARCHIVE (called by prepare)
 """
@@ -37,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 PLAIN_ENV = "CDC_MYSQL_TEST_PLAIN_SPARK"
+PROJECT_PACKAGES = ("cdc_source", "coordinator", "reader")
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 HOME_PARTS = ("bin", "jars", "sbin")
 RECORD_SECONDS = 300
@@ -69,6 +75,18 @@ def prepare(environ=os.environ) -> str:
     environ["PYSPARK_SUBMIT_ARGS"] = submit_args(" ".join(options))
     archived = "with" if archive.exists() else "without"
     return f"Spark home {home} (pyspark's bytecode cached), quick JIT, {archived} class archive"
+
+
+def compile_project(root: Path) -> str:
+    """Writes the bytecode cache of the project's packages under ``root`` (kept, like
+    Python's own, in ``__pycache__`` beside each module, and rewritten only for a module
+    changed since) and says so."""
+    import compileall
+
+    targets = [root / name for name in PROJECT_PACKAGES]
+    for target in targets:
+        compileall.compile_dir(target, quiet=1)
+    return f"bytecode of {', '.join(PROJECT_PACKAGES)} cached"
 
 
 def submit_args(driver_options: str) -> str:
