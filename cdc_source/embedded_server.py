@@ -29,6 +29,7 @@ from pathlib import Path
 import pymysql
 
 from cdc_source.embedded_mysql import UnpackedMySQL
+from cdc_source.mysql_client import Connection
 
 SERVER_CANDIDATES = ("/usr/sbin/mariadbd", "/usr/sbin/mysqld", "mariadbd", "mysqld")
 INSTALL_CANDIDATES = ("mariadb-install-db", "/usr/bin/mariadb-install-db", "mysql_install_db")
@@ -66,8 +67,8 @@ class ConnectionInfo:
     admin_user: str = "root"
     admin_password: str = field(default="", repr=False)
 
-    def admin_connect(self, database: str | None = None, **kwargs) -> pymysql.Connection:
-        return pymysql.connect(
+    def admin_connect(self, database: str | None = None, **kwargs) -> Connection:
+        return Connection(
             host=self.host,
             port=self.port,
             user=self.admin_user,

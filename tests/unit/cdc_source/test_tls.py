@@ -9,7 +9,7 @@ import ssl
 import pymysql
 import pytest
 
-from cdc_source import tls
+from cdc_source import mysql_client, tls
 from cdc_source.mysql_client import SourceConnectionError, connect
 from cdc_source.options import OptionError, parse_options
 from cdc_source.retry import is_transient
@@ -269,7 +269,7 @@ def test_connect_maps_a_missing_cryptography_to_a_clear_error(monkeypatch):
             "caching_sha2_password auth methods"
         )
 
-    monkeypatch.setattr(pymysql, "connect", refuse)
+    monkeypatch.setattr(mysql_client, "Connection", refuse)
     kwargs = {"host": "db", "port": 3306, "user": "cdc", "password": "pw-secret"}
     with pytest.raises(SourceConnectionError, match="needs the Python package 'cryptography'"):
         connect(kwargs)
@@ -284,7 +284,7 @@ def test_connect_refuses_an_unencrypted_connection_where_tls_is_required(monkeyp
         def close(self):
             closed.append(True)
 
-    monkeypatch.setattr(pymysql, "connect", lambda **kwargs: Plain())
+    monkeypatch.setattr(mysql_client, "Connection", lambda **kwargs: Plain())
     kwargs = {"host": "db", "port": 3306, "user": "cdc", "password": "pw", "ssl_mode": "required"}
     with pytest.raises(SourceConnectionError, match="needs TLS, but the server at db:3306"):
         connect(kwargs)
@@ -315,3 +315,13 @@ def test_the_commands_take_the_tls_options():
         "ssl-cert": "/c.pem",
         "ssl-key": "/k.pem",
     }
+
+
+def test_connections_without_tls_settings_share_one_unverifying_context():
+    Connection = mysql_client.Connection
+    first, second = Connection(defer_connect=True), Connection(defer_connect=True)
+    assert first.ctx is second.ctx and not first._ssl_required  # TLS if offered
+    assert first.ctx.verify_mode == ssl.CERT_NONE and not first.ctx.check_hostname
+    own = ssl.create_default_context()
+    assert Connection(defer_connect=True, ssl=own).ctx is own
+    assert not Connection(defer_connect=True, ssl_disabled=True).ssl
