@@ -382,7 +382,7 @@ def test_the_handshake_waits_connect_timeout_and_queries_the_longer_read_timeout
         def settimeout(self, value):
             self.socket_timeout = value
 
-    monkeypatch.setattr(mysql_client.pymysql, "connect", lambda **kwargs: Opened(**kwargs))
+    monkeypatch.setattr(mysql_client, "Connection", lambda **kwargs: Opened(**kwargs))
     options = parse_options(_options(**{"connect.timeout": "3"}))
     conn = mysql_client.connect(options.connection_kwargs())
     assert conn.kwargs["connect_timeout"] == 3 and conn.kwargs["read_timeout"] == 3
