@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import ssl
 import time
 
 import pymysql
@@ -26,18 +27,17 @@ class Connection(pymysql.connections.Connection):
     TLS setting (``ssl_mode=preferred``: TLS where the server offers it, nothing
     verified). PyMySQL builds that context anew for every connection, loading the
     system's CA certificates that the mode never uses: about 30 ms of CPU each time, and a
-    query's start opens some ten connections, every binlog task several. A context holds
-    no state of one connection, so one serves them all."""
+    query's start opens some ten connections, every binlog task at least one. A context
+    holds no state of one connection, so one serves them all."""
+
+    _preferred_tls: ssl.SSLContext | None = None  # the process's, built on first use
 
     def _create_ssl_ctx(self, sslp):
         if sslp:  # TLS settings of the caller's: a context of its own
             return super()._create_ssl_ctx(sslp)
-        if not _PREFERRED_TLS:
-            _PREFERRED_TLS.append(super()._create_ssl_ctx(sslp))
-        return _PREFERRED_TLS[0]
-
-
-_PREFERRED_TLS: list = []  # the process's context for connections without TLS settings
+        if Connection._preferred_tls is None:
+            Connection._preferred_tls = super()._create_ssl_ctx(sslp)
+        return Connection._preferred_tls
 
 
 def quote_ident(name: str) -> str:

@@ -29,7 +29,7 @@ from coordinator.batch_end import stream_limit
 from coordinator.captured_tables import CapturedTables
 from coordinator.ddl_scan import DdlScan
 from coordinator.joining import joining_chunks, plan_joining
-from coordinator.plan_log import STATE_DIR_ENV, log_plan, write_state
+from coordinator.plan_log import log_plan, write_state
 from coordinator.planner import BatchBudget, Planner, batch_budget
 from coordinator.range_ends import RangeEnds
 from coordinator.rereading import RequestInbox, plan_reread, reread_chunks, rereads_run
@@ -40,7 +40,7 @@ from coordinator.task_assembly import binlog_task_count, binlog_tasks, chunk_tas
 
 log = logging.getLogger("cdc_mysql")
 
-__all__ = ["QueryDriver", "SourceStateError", "STATE_DIR_ENV"]
+__all__ = ["QueryDriver", "SourceStateError"]
 
 
 class QueryDriver:
