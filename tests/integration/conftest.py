@@ -73,9 +73,9 @@ def spark(tmp_path_factory):
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "60s")
-        # Under the default trigger Spark asks a source with nothing new every 10 ms: an
-        # idle query costs some 15% of a core (measured: 2.3 CPU-s in 15 s; 0.6 at 200 ms).
-        # The tests' queries spend much of their time idle, waiting on writers, restarts and
+        # Under the default trigger Spark asks a source with nothing new every 10 ms, and an
+        # idle query costs a good part of a core (bench/README.md has the figures). The
+        # tests' queries spend much of their time idle, waiting on writers, restarts and
         # faults, beside the other worker's on two cores. Asking every 100 ms changes no
         # batch's content, only how soon an idle query sees new changes.
         .config("spark.sql.streaming.pollingDelay", "100ms")
