@@ -26,8 +26,8 @@ class Connection(pymysql.connections.Connection):
     """PyMySQL's connection, with one TLS context per process where the arguments name no
     TLS setting (``ssl_mode=preferred``: TLS where the server offers it, nothing
     verified). PyMySQL builds that context anew for every connection, loading the
-    system's CA certificates that the mode never uses: about 30 ms of CPU each time, and a
-    query's start opens some ten connections, every binlog task at least one. A context
+    system's CA certificates that the mode never uses (bench/README.md has its cost), and
+    a query's start opens some ten connections, every binlog task at least one. A context
     holds no state of one connection, so one serves them all."""
 
     _preferred_tls: ssl.SSLContext | None = None  # the process's, built on first use
