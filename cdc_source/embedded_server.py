@@ -36,6 +36,7 @@ INSTALL_CANDIDATES = ("mariadb-install-db", "/usr/bin/mariadb-install-db", "mysq
 
 CDC_USER = "cdc"
 CDC_PASSWORD = "cdc-secret"
+BIND_ATTEMPTS = 5  # launches on fresh ports when another process took the chosen one
 
 
 class EmbeddedServerError(RuntimeError):
@@ -152,17 +153,49 @@ class EmbeddedServer:
     def start(self, timeout: float = 60.0) -> ConnectionInfo:
         if not self.datadir.exists():
             self._initialize()
-        self._args = (
-            self._mysql_args(self.mysql) if self.mysql is not None else self._mariadb_args()
-        )
-        self._launch()
         try:
-            self._wait_ready(timeout)
+            self._launch_on_a_free_port(timeout)
             self._create_cdc_user()
         except BaseException:
             self.stop()  # never leave a half-started server and its data directory behind
             raise
         return self.info
+
+    def _launch_on_a_free_port(self, timeout: float) -> None:
+        """Launch the server and wait until it accepts connections. A port from
+        :func:`free_port` is free only when it is chosen: another process can bind it
+        before the server does, and the server then exits at once. It is launched again
+        on a fresh port, up to ``BIND_ATTEMPTS`` times."""
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            log_offset = self._error_log_size()
+            self._args = (
+                self._mysql_args(self.mysql) if self.mysql is not None else self._mariadb_args()
+            )
+            self._launch()
+            try:
+                self._wait_ready(timeout)
+                return
+            except EmbeddedServerError:
+                if attempt == BIND_ATTEMPTS or not self._port_was_taken(since=log_offset):
+                    raise
+            self._move_to_port(free_port())
+
+    def _error_log_size(self) -> int:
+        log = self.base_dir / "error.log"
+        return log.stat().st_size if log.exists() else 0
+
+    def _port_was_taken(self, *, since: int) -> bool:
+        """Whether the server's error log, after byte ``since``, says its port was taken."""
+        log = self.base_dir / "error.log"
+        if not log.exists():
+            return False
+        with log.open("rb") as f:
+            f.seek(since)
+            return b"Address already in use" in f.read()
+
+    def _move_to_port(self, port: int) -> None:
+        self.port = port
+        self.info.port = port
 
     def _common_args(self, *, binlog_extra: list[str], no_binlog: list[str]) -> list[str]:
         """The options both flavours run with: the throwaway paths and port, server id 1,
@@ -295,14 +328,24 @@ class EmbeddedServer:
         while time.monotonic() < deadline:
             if self.process and self.process.poll() is not None:
                 raise EmbeddedServerError(f"{self._server_name} exited: {self.error_log_tail()}")
-            try:
-                self.info.admin_connect().close()
+            if self._answers_on_its_port():
                 return
-            except pymysql.err.OperationalError:
-                time.sleep(0.2)
+            time.sleep(0.2)
         raise EmbeddedServerError(
             f"{self._server_name} did not accept connections: {self.error_log_tail()}"
         )
+
+    def _answers_on_its_port(self) -> bool:
+        """Whether this server, and not whatever else may hold the port, accepts an admin
+        connection there: the one answering must name this server's socket file. A
+        listener that never greets is given up on after a short read timeout."""
+        try:
+            with self.info.admin_connect(connect_timeout=2, read_timeout=2) as conn:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT @@socket")
+                    return cur.fetchone()[0] == str(self.socket)
+        except pymysql.err.MySQLError:
+            return False
 
     def error_log_tail(self) -> str:
         log = self.base_dir / "error.log"

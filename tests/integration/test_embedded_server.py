@@ -1,11 +1,13 @@
-"""A kept embedded server (``keep_dir``): its directory outlives ``stop()``, and a new
-server on the same directory starts on the data the first one wrote, with the CDC
-account still usable."""
+"""The embedded server's own guarantees: a kept server (``keep_dir``) outlives ``stop()``
+and a new server on the same directory starts on the data the first one wrote, with the
+CDC account still usable; a server whose chosen port another process took starts on
+another port."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -80,3 +82,21 @@ def test_a_throwaway_server_still_removes_its_directory(short_dir):
     base = server.base_dir
     server.stop()
     assert not base.exists()
+
+
+def test_a_server_whose_port_is_taken_before_it_binds_starts_on_another_port(short_dir):
+    server = embedded_server(base_dir=str(short_dir))
+    taken = server.port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            info = server.start()
+            assert info.port == server.port != taken
+            error_log = (server.base_dir / "error.log").read_text(errors="replace")
+            assert f"port: {taken}" in error_log and "Address already in use" in error_log
+            with info.admin_connect() as conn, conn.cursor() as cur:
+                cur.execute("SELECT 1")
+                assert cur.fetchone() == (1,)
+        finally:
+            server.stop()

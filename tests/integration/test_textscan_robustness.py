@@ -16,7 +16,6 @@ import threading
 
 import pytest
 
-from cdc_source.embedded_server import free_port
 from reader import snapshot_connection
 
 
@@ -126,8 +125,8 @@ class CorruptingProxy:
     def __init__(self, target: tuple[str, int], seed: int) -> None:
         self.target = target
         self.random = random.Random(seed)
-        self.port = free_port()
-        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.listener = socket.create_server(("127.0.0.1", 0))  # a port no one else holds
+        self.port = self.listener.getsockname()[1]
         self.cut_after = self.random.choice([None, self.random.randrange(1, 200_000)])
         self.every = self.random.choice([500, 5_000, 50_000])
         threading.Thread(target=self._serve, daemon=True).start()

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pymysql
 
-from cdc_source.embedded_server import free_port
 from tests.support.workload import Writer
 
 
@@ -25,13 +24,13 @@ class CuttingProxy:
     def __init__(self, target_port: int, interval: float, target_host: str = "127.0.0.1"):
         self.target = (target_host, target_port)
         self.interval = interval
-        self.port = free_port()
         self.cuts = 0
         self.connections = 0
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = socket.create_server(("127.0.0.1", 0))  # a port no one else holds
+        self.port = self._listener.getsockname()[1]
         self._threads = [
             threading.Thread(target=self._accept, daemon=True),
             threading.Thread(target=self._cut_periodically, daemon=True),
