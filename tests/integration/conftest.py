@@ -79,6 +79,11 @@ def spark(tmp_path_factory):
         # faults, beside the other worker's on two cores. Asking every 100 ms changes no
         # batch's content, only how soon an idle query sees new changes.
         .config("spark.sql.streaming.pollingDelay", "100ms")
+        # A Python process Spark starts has this long to send its secret once connected
+        # (15 s by default). Two test legs side by side keep both cores busy, and a starved
+        # process once took longer: the query failed with "Python worker failed to connect
+        # back" before the test's own code ran.
+        .config("spark.python.authenticate.socketTimeout", "60s")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
         .getOrCreate()
     )
