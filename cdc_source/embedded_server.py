@@ -127,12 +127,17 @@ class EmbeddedServer:
             self.base_dir = Path(tempfile.mkdtemp(prefix="cdc-mysql-server-", dir=base_dir))
         self.datadir = self.base_dir / "data"
         self.socket = self.base_dir / "mysqld.sock"
-        self.port = free_port()
+        self.error_log = self.base_dir / "error.log"
         self.buffer_pool = buffer_pool
         self.binlog = binlog
         self.extra_args = extra_args
         self.process: subprocess.Popen | None = None
-        self.info = ConnectionInfo("127.0.0.1", self.port, CDC_USER, CDC_PASSWORD)
+        self.info = ConnectionInfo("127.0.0.1", free_port(), CDC_USER, CDC_PASSWORD)
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on (its connection info's)."""
+        return self.info.port
 
     @property
     def flavour(self) -> str:
@@ -178,24 +183,18 @@ class EmbeddedServer:
             except EmbeddedServerError:
                 if attempt == BIND_ATTEMPTS or not self._port_was_taken(since=log_offset):
                     raise
-            self._move_to_port(free_port())
+            self.info.port = free_port()
 
     def _error_log_size(self) -> int:
-        log = self.base_dir / "error.log"
-        return log.stat().st_size if log.exists() else 0
+        return self.error_log.stat().st_size if self.error_log.exists() else 0
 
     def _port_was_taken(self, *, since: int) -> bool:
         """Whether the server's error log, after byte ``since``, says its port was taken."""
-        log = self.base_dir / "error.log"
-        if not log.exists():
+        if not self.error_log.exists():
             return False
-        with log.open("rb") as f:
+        with self.error_log.open("rb") as f:
             f.seek(since)
             return b"Address already in use" in f.read()
-
-    def _move_to_port(self, port: int) -> None:
-        self.port = port
-        self.info.port = port
 
     def _common_args(self, *, binlog_extra: list[str], no_binlog: list[str]) -> list[str]:
         """The options both flavours run with: the throwaway paths and port, server id 1,
@@ -214,7 +213,7 @@ class EmbeddedServer:
             f"--port={self.port}",
             "--bind-address=127.0.0.1",
             f"--pid-file={self.base_dir / 'mysqld.pid'}",
-            f"--log-error={self.base_dir / 'error.log'}",
+            f"--log-error={self.error_log}",
             f"--tmpdir={self._tmpdir()}",
             "--server-id=1",
             *(binlog if self.binlog else no_binlog),
@@ -348,8 +347,9 @@ class EmbeddedServer:
             return False
 
     def error_log_tail(self) -> str:
-        log = self.base_dir / "error.log"
-        return log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        if not self.error_log.exists():
+            return ""
+        return self.error_log.read_text(errors="replace")[-2000:]
 
     def _create_cdc_user(self) -> None:
         """The CDC account; a kept data directory already has it from an earlier start."""

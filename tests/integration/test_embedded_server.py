@@ -93,7 +93,7 @@ def test_a_server_whose_port_is_taken_before_it_binds_starts_on_another_port(sho
         try:
             info = server.start()
             assert info.port == server.port != taken
-            error_log = (server.base_dir / "error.log").read_text(errors="replace")
+            error_log = server.error_log.read_text(errors="replace")
             assert f"port: {taken}" in error_log and "Address already in use" in error_log
             with info.admin_connect() as conn, conn.cursor() as cur:
                 cur.execute("SELECT 1")
