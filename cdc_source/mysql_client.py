@@ -211,12 +211,37 @@ def server_identity(conn) -> str:
     """Which server this is: ``server_id``, and ``server_uuid`` where the server has one
     (MySQL). Two servers of one replication topology never share a server id (Galera
     nodes may; there the check below cannot tell them apart)."""
-    with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')")
-        found = {as_text(name).lower(): as_text(value) for name, value in cur.fetchall()}
-    return " ".join(
-        f"{name}={found[name]}" for name in ("server_id", "server_uuid") if name in found
-    )
+    return selected_with_identity(conn, ())[1]
+
+
+def selected_with_identity(conn, expressions: tuple[str, ...]) -> tuple[tuple, str]:
+    """``SELECT expressions`` and the server's identity (:func:`server_identity`) in one
+    round trip: the values of ``expressions``, and the identity.
+
+    The greeting's version names a MariaDB server, which has no ``server_uuid``; a
+    server that another product's greeting hides (a proxy) and that lacks the variable
+    is asked again without it."""
+    names = ["server_id"] if "mariadb" in conn.get_server_info().lower() else IDENTITY_NAMES
+    while True:
+        select = ", ".join((*expressions, *(f"@@global.{name}" for name in names)))
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT {select}")
+                row = cur.fetchone()
+        except Exception as err:  # PyMySQL's or the C client's error, by its code
+            if err.args and err.args[0] == _UNKNOWN_SYSTEM_VARIABLE and len(names) > 1:
+                names = ["server_id"]
+                continue
+            raise
+        values, ids = row[: len(expressions)], row[len(expressions) :]
+        identity = " ".join(
+            f"{name}={as_text(value)}" for name, value in zip(names, ids) if value is not None
+        )
+        return tuple(values), identity
+
+
+IDENTITY_NAMES = ["server_id", "server_uuid"]
+_UNKNOWN_SYSTEM_VARIABLE = 1193
 
 
 def as_text(value) -> str:
@@ -243,7 +268,10 @@ class SameServer:
         self.on_change = on_change  # (before, after) -> None: follow the change, or raise
 
     def check(self, conn) -> None:
-        identity = server_identity(conn)
+        self.check_identity(server_identity(conn))
+
+    def check_identity(self, identity: str) -> None:
+        """:meth:`check` of a connection whose identity was already read."""
         if self.identity is None:
             self.identity = identity
         elif identity != self.identity and self.on_change is not None:

@@ -78,7 +78,8 @@ class BinlogReader:
                 return
             reader = RangeReader(
                 DumpSource(
-                    lambda: self.connect(self.connection_kwargs),
+                    # a dump reads raw events: its session needs no time zone
+                    lambda: self.connect(self.connection_kwargs, init_command=None),
                     self.task.server_id,
                     self.task.decoder,
                     self.policy,  # a dump cut mid-range resumes at the next event

@@ -63,6 +63,10 @@ class SnapshotConnection:
     def cursor(self):
         return self.conn.cursor(self.cursor_class) if self.cursor_class else self.conn.cursor()
 
+    def get_server_info(self) -> str:
+        """The version the server's greeting gave."""
+        return self.conn.get_server_info()
+
     def execute(self, statement: str) -> None:
         with self.cursor() as cur:
             cur.execute(statement)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from cdc_source.binlog import framing
 from cdc_source.binlog.events import MAX_DUMP_POSITION, EventReader, UnsupportedEventError
 from cdc_source.binlog.framing import PacketStream
-from cdc_source.mysql_client import SameServer, binary_logs
+from cdc_source.mysql_client import SameServer, as_text, binary_logs, selected_with_identity
 from cdc_source.offsets import file_number
 from cdc_source.retry import RetryPolicy, resumed
 
@@ -28,21 +29,40 @@ BINLOG_DUMP_NON_BLOCK = 0x01
 HEARTBEAT_PERIOD_NS = 1_000_000_000
 
 
-def prepare_dump_session(conn) -> bool:
-    """Tell the server what this reader understands: checksums as the server writes them
-    (MySQL's dump thread refuses a replica that does not announce them), and MariaDB's
-    GTID events (capability 4, ``MARIA_SLAVE_CAPABILITY_GTID``) instead of fake BEGINs.
+@dataclass(frozen=True)
+class DumpSession:
+    """What a connection about to dump learned of its server: its identity
+    (:func:`cdc_source.mysql_client.server_identity`) and whether events carry a CRC32,
+    which the first event of the dump (a ROTATE sent before any FORMAT_DESCRIPTION) needs
+    to be read."""
 
-    Returns whether events carry a CRC32, which the first event of the dump (a ROTATE
-    sent before any FORMAT_DESCRIPTION) needs to be read."""
+    identity: str
+    checksum: bool
+
+
+def prepare_dump_session(conn, heartbeat: bool = False) -> DumpSession:
+    """Tell the server what this reader understands: checksums as the server writes them
+    (MySQL's dump thread refuses a replica that does not announce them), MariaDB's GTID
+    events (capability 4, ``MARIA_SLAVE_CAPABILITY_GTID``) instead of fake BEGINs, and
+    with ``heartbeat`` a heartbeat event while the server writes nothing (MySQL 8.0.26+
+    reads the ``source_`` names, MariaDB and older MySQL the ``master_`` ones).
+
+    Two round trips, whatever the server: every binlog task opens a dump, so each one
+    saved is saved on every batch."""
+    (checksum,), identity = selected_with_identity(conn, ("@@global.binlog_checksum",))
+    assignments = [
+        "@master_binlog_checksum = @@global.binlog_checksum",
+        "@source_binlog_checksum = @@global.binlog_checksum",
+        "@mariadb_slave_capability = 4",
+    ]
+    if heartbeat:
+        assignments += [
+            f"@master_heartbeat_period = {HEARTBEAT_PERIOD_NS}",
+            f"@source_heartbeat_period = {HEARTBEAT_PERIOD_NS}",
+        ]
     with conn.cursor() as cur:
-        cur.execute("SELECT @@global.binlog_checksum")
-        (checksum,) = cur.fetchone()
-        cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-        cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
-        cur.execute("SET @mariadb_slave_capability = 4")
-    checksum = checksum.decode() if isinstance(checksum, bytes) else str(checksum)
-    return checksum.upper() == "CRC32"
+        cur.execute("SET " + ", ".join(assignments))
+    return DumpSession(identity, as_text(checksum).upper() == "CRC32")
 
 
 def start_dump(
@@ -130,10 +150,10 @@ class DumpSource:
             try:
                 if connected is not None:
                     connected(conn)
-                server.check(conn)  # a resumed dump must read the same server's binlog
-                reader.expect_checksum(prepare_dump_session(conn))
-                if blocking:
-                    ask_heartbeat(conn)
+                session = prepare_dump_session(conn, heartbeat=blocking)
+                # a resumed dump must read the same server's binlog
+                server.check_identity(session.identity)
+                reader.expect_checksum(session.checksum)
                 read = start_dump(conn, self.server_id, reader.file, reader.next_start, blocking)
                 yield from reader.events_from_stream(read, self.splitter)
             finally:
@@ -154,14 +174,6 @@ class DumpSource:
         what = f"binlog dump (server id {self.server_id}) from {file}:{pos}"
         events = resumed(attempt, self.policy, what)
         return reader, events, events.close
-
-
-def ask_heartbeat(conn) -> None:
-    """Ask for a heartbeat event while the server writes nothing (MySQL 8.0.26+ reads the
-    ``source_`` name, MariaDB and older MySQL the ``master_`` one)."""
-    with conn.cursor() as cur:
-        cur.execute(f"SET @master_heartbeat_period = {HEARTBEAT_PERIOD_NS}")
-        cur.execute(f"SET @source_heartbeat_period = {HEARTBEAT_PERIOD_NS}")
 
 
 EARLY_END_WAIT_S = 30.0

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from cdc_source.mysql_client import ServerChangedError
+from cdc_source.binlog.transport import HEARTBEAT_PERIOD_NS, prepare_dump_session
+from cdc_source.mysql_client import ServerChangedError, as_text, connect, server_identity
 from cdc_source.offsets import SourceOffset
 from cdc_source.options import parse_options
 from cdc_source.spark_readers import discover
@@ -86,3 +87,61 @@ def test_a_checkpoint_after_the_binlog_was_reset_is_refused(killable_server):
             driver.latest(end)
     finally:
         driver.close()
+
+
+def _connect(server):
+    options = parse_options(server.source_options("mysql", r"mysql\.user"))
+    return connect(options.connection_kwargs())
+
+
+def _identity_by_variables(server) -> str:
+    """The identity as the server's variables list it: its server id, and its UUID
+    where it has one."""
+    rows = server.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('server_id', 'server_uuid')")
+    found = {as_text(name).lower(): as_text(value) for name, value in rows}
+    return " ".join(
+        f"{name}={found[name]}" for name in ("server_id", "server_uuid") if name in found
+    )
+
+
+def test_a_servers_identity_is_its_server_id_and_its_uuid_where_it_has_one(server):
+    conn = _connect(server)
+    try:
+        assert server_identity(conn) == _identity_by_variables(server)
+    finally:
+        conn.close()
+
+
+def test_a_greeting_that_does_not_name_the_server_gives_the_same_identity(server):
+    """A proxy may greet as a MySQL version of its own whatever server is behind it: a
+    MariaDB server, asked for a UUID it does not have, is asked again without it."""
+    conn = _connect(server)
+    try:
+        conn.get_server_info = lambda: "8.0.36-proxy"
+        assert server_identity(conn) == _identity_by_variables(server)
+    finally:
+        conn.close()
+
+
+def test_a_dump_session_knows_its_server_and_announces_what_the_reader_understands(server):
+    conn = _connect(server)
+    try:
+        session = prepare_dump_session(conn, heartbeat=True)
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT @@global.binlog_checksum, @master_binlog_checksum, "
+                "@source_binlog_checksum, @mariadb_slave_capability, "
+                "@master_heartbeat_period, @source_heartbeat_period"
+            )
+            checksum, *announced = cur.fetchone()
+    finally:
+        conn.close()
+    assert session.identity == _identity_by_variables(server)
+    assert session.checksum == (as_text(checksum).upper() == "CRC32")
+    assert [as_text(value) for value in announced] == [
+        as_text(checksum),
+        as_text(checksum),
+        "4",
+        str(HEARTBEAT_PERIOD_NS),
+        str(HEARTBEAT_PERIOD_NS),
+    ]

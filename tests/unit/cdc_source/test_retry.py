@@ -245,6 +245,9 @@ class _DumpConn:
     def cursor(self):
         return _Cursor(self.server_id)
 
+    def get_server_info(self) -> str:
+        return "10.11.0-MariaDB"
+
     def _execute_command(self, command: int, payload: bytes) -> None:
         pos = struct.unpack_from("<I", payload)[0]
         file = payload[10:].decode()
@@ -278,11 +281,8 @@ class _Cursor:
     def execute(self, sql, params=None):
         self.sql = sql
 
-    def fetchone(self):
-        return ("CRC32",)
-
-    def fetchall(self):
-        return [("server_id", str(self.server_id))]
+    def fetchone(self):  # a dump session's one SELECT: the checksum and the server id
+        return ("CRC32", str(self.server_id))
 
 
 def _binlog_with_transactions(count: int) -> enc.BinlogFile:
