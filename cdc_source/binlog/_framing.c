@@ -58,19 +58,38 @@ static int lenenc(const uint8_t *p, size_t *pos, size_t stop, uint64_t *out) {
  *             Python handles.
  * A malformed event raises ValueError naming its end position.
  */
-static uint32_t crc_table[256];
+/* CRC32 (the binlog's checksum, zlib's polynomial) eight bytes at a time: table k holds
+ * the CRC of a byte followed by k zero bytes, so one step folds eight input bytes with
+ * eight lookups instead of eight dependent ones. Bytes are assembled explicitly, so the
+ * result does not depend on the host's byte order. */
+static uint32_t crc_tables[8][256];
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_tables[0][i] = c;
     }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++)
+            crc_tables[k][i] = (crc_tables[k - 1][i] >> 8) ^ crc_tables[0][crc_tables[k - 1][i] & 0xFF];
 }
 
 static uint32_t crc32_of(const uint8_t *p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
-    while (n--) c = crc_table[(c ^ *p++) & 0xFF] ^ (c >> 8);
+    while (n >= 8) {
+        uint32_t low = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                            (uint32_t)p[3] << 24);
+        uint32_t high = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+                        (uint32_t)p[7] << 24;
+        c = crc_tables[7][low & 0xFF] ^ crc_tables[6][(low >> 8) & 0xFF] ^
+            crc_tables[5][(low >> 16) & 0xFF] ^ crc_tables[4][low >> 24] ^
+            crc_tables[3][high & 0xFF] ^ crc_tables[2][(high >> 8) & 0xFF] ^
+            crc_tables[1][(high >> 16) & 0xFF] ^ crc_tables[0][high >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = crc_tables[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 

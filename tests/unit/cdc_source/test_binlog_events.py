@@ -10,6 +10,8 @@ import struct
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cdc_source.binlog import framing
 from cdc_source.binlog.wire import MalformedEventError
@@ -312,3 +314,22 @@ def test_an_event_of_several_16_mib_packets_is_joined_and_decoded(decoder):
     (block,), _ = _read(binlog, decoder=decoder, tables=("shop.files",), chunk=1 << 20)
     assert block.rows.after[0].to_pylist() == [7]
     assert block.rows.after[1][0].as_py() == blob
+
+
+@pytest.mark.skipif(not native_available(), reason="the C splitter is not built")
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=80), flip=st.integers(0, 10_000))
+def test_the_c_splitter_checks_every_events_crc32_as_zlib_computes_it(body, flip):
+    """Every body length (whole eight-byte steps and each remainder): an event whose
+    CRC32 is zlib's passes, and a bit flipped anywhere in it fails."""
+    event = enc.event(30, body, 1_000)
+    passed = framing.splitter("native")(_packet(event), 0, True)[0]
+    assert [found[4] for found in passed] == [body]
+    damaged = bytearray(event)
+    damaged[flip % len(event)] ^= 1 << flip % 8
+    with pytest.raises(ValueError):
+        framing.splitter("native")(_packet(bytes(damaged)), 0, True)
+
+
+def _packet(event: bytes) -> bytes:
+    return (len(event) + 1).to_bytes(3, "little") + b"\x00\x00" + event
