@@ -26,8 +26,8 @@ from cdc_source.binlog.gtid_scan import gtid_text
 from cdc_source.binlog.row_plan import json_columns, table_plan
 from cdc_source.binlog.rows_event import (
     PartialRowImageError,
+    RowsEventHeaders,
     UndecodableEventError,
-    parse_rows_event,
 )
 from cdc_source.binlog.table_map import TableMap, table_id_of
 from cdc_source.binlog.table_map import TableMaps as BinlogTableMaps
@@ -138,6 +138,7 @@ class RangeReader:
         # the GTID of the transaction being read.
         self.origins = origins
         self.gtid: str | None = None
+        self.headers = RowsEventHeaders()
 
     def blocks(self) -> Iterator[ChangeBlock]:
         end = self.end.coordinates
@@ -275,7 +276,7 @@ class RangeReader:
             return
         if position is None and not self._next_unit():
             return
-        rows_event = parse_rows_event(event, fmt, len(table_map.columns))
+        rows_event = self.headers.parse(event, fmt, len(table_map.columns))
         accumulator = self.accumulators.get(id(table_map))
         if accumulator is None:
             accumulator = self.accumulators[id(table_map)] = maps.new_accumulator(table_map)

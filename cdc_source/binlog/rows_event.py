@@ -74,6 +74,33 @@ def parse_rows_event(event: Event, fmt: Format, table_map_columns: int | None) -
     return RowsEvent(table_id, kind, data, start, partial)
 
 
+class RowsEventHeaders:
+    """:func:`parse_rows_event` for a stream whose rows events repeat their headers: the
+    events of one statement, and of every transaction that writes a table the same way,
+    carry the same bytes up to their row data. An event whose body starts with the
+    header bytes last accepted for its type and table width is that header again, so
+    only its row data is new; any other event is parsed whole (and its header is then
+    the one remembered). MariaDB's compressed events are always parsed whole."""
+
+    def __init__(self) -> None:
+        # (event type, post-header length, table width) -> (header bytes, table id)
+        self._accepted: dict[tuple[int, int, int | None], tuple[bytes, int]] = {}
+
+    def parse(self, event: Event, fmt: Format, table_map_columns: int | None) -> RowsEvent:
+        kind, v2, compressed, partial = c.ROW_EVENTS[event.type]
+        key = (event.type, fmt.post_header_len(event.type, 10 if v2 else 8), table_map_columns)
+        known = self._accepted.get(key)
+        body = event.body
+        if known is not None and not compressed and body.startswith(known[0]):
+            return RowsEvent(known[1], kind, body, len(known[0]), partial)
+        parsed = parse_rows_event(event, fmt, table_map_columns)
+        if not compressed:
+            if len(self._accepted) > 1_000:
+                self._accepted.clear()
+            self._accepted[key] = (body[: parsed.start], parsed.table_id)
+        return parsed
+
+
 _FULL_BITMAPS: dict[int, bytes] = {}
 
 
