@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import unwrap_payload
 from cdc_source.binlog.row_count import RowCounter
-from cdc_source.binlog.rows_event import parse_rows_event
+from cdc_source.binlog.rows_event import RowsEventHeaders
 from cdc_source.binlog.table_map import TableMaps, table_id_of
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
@@ -78,6 +78,7 @@ class RowCount:
         self.tables = tables
         self.maps = TableMaps()
         self.counter = counter or RowCounter()
+        self.headers = RowsEventHeaders()
 
     def rows(self, event, fmt) -> int:
         t = event.type
@@ -92,7 +93,7 @@ class RowCount:
             table_map = self.maps.by_id.get(table_id)
             if table_map is None or table_map.name not in self.tables:
                 return 0
-            rows_event = parse_rows_event(event, fmt, len(table_map.columns))
+            rows_event = self.headers.parse(event, fmt, len(table_map.columns))
             return self.counter.count(rows_event, table_map)
         if t == c.TRANSACTION_PAYLOAD:
             return sum(self.rows(inner, fmt) for inner in unwrap_payload(event))
