@@ -103,7 +103,12 @@ def server_flavor(conn) -> str:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION()")
         version = str(cur.fetchone()[0])
-    return "mariadb" if "mariadb" in version.lower() else "mysql"
+    return "mariadb" if names_mariadb(version) else "mysql"
+
+
+def names_mariadb(version: str) -> bool:
+    """Whether a server version (``VERSION()``, or the greeting's) is MariaDB's."""
+    return "mariadb" in version.lower()
 
 
 BINARY_LOG_STATUS, MASTER_STATUS = "SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"
@@ -115,7 +120,7 @@ def head_statement(version: str) -> str:
     8.2 added ``SHOW BINARY LOG STATUS`` and 8.4 removed ``SHOW MASTER STATUS`` (MySQL 8.4
     manual, "Changes in MySQL 8.4"); MariaDB has only the latter (10.5.2 added ``SHOW
     BINLOG STATUS`` as a synonym, not the MySQL name)."""
-    if "mariadb" in version.lower():
+    if names_mariadb(version):
         return MASTER_STATUS
     numbers = [int(n) for n in re.findall(r"\d+", version.split("-", 1)[0])[:2]]
     major, minor = (numbers + [0, 0])[:2]
@@ -221,7 +226,7 @@ def selected_with_identity(conn, expressions: tuple[str, ...]) -> tuple[tuple, s
     The greeting's version names a MariaDB server, which has no ``server_uuid``; a
     server that another product's greeting hides (a proxy) and that lacks the variable
     is asked again without it."""
-    names = ["server_id"] if "mariadb" in conn.get_server_info().lower() else IDENTITY_NAMES
+    names = _SERVER_ID if names_mariadb(conn.get_server_info()) else _IDENTITY_NAMES
     while True:
         select = ", ".join((*expressions, *(f"@@global.{name}" for name in names)))
         try:
@@ -230,7 +235,7 @@ def selected_with_identity(conn, expressions: tuple[str, ...]) -> tuple[tuple, s
                 row = cur.fetchone()
         except Exception as err:  # PyMySQL's or the C client's error, by its code
             if err.args and err.args[0] == _UNKNOWN_SYSTEM_VARIABLE and len(names) > 1:
-                names = ["server_id"]
+                names = _SERVER_ID
                 continue
             raise
         values, ids = row[: len(expressions)], row[len(expressions) :]
@@ -240,7 +245,8 @@ def selected_with_identity(conn, expressions: tuple[str, ...]) -> tuple[tuple, s
         return tuple(values), identity
 
 
-IDENTITY_NAMES = ["server_id", "server_uuid"]
+_IDENTITY_NAMES = ("server_id", "server_uuid")
+_SERVER_ID = ("server_id",)
 _UNKNOWN_SYSTEM_VARIABLE = 1193
 
 
