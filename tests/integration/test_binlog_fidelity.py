@@ -197,8 +197,8 @@ def test_xa_rows_appear_once_at_commit_even_across_batches(server, spark, tmp_pa
     # transaction is read again (a second dump with the same server id would kill it).
     server.execute("UPDATE filler SET pad = REPEAT('y', 200)", database=database)
     _xa(server, database, "onephase", ["INSERT INTO t VALUES (7000, 'one phase')"], None)
+    _end_detached_xa(server, database, "COMMIT", "onephase")
     server.execute(
-        "XA COMMIT 'onephase'",
         "XA START 'direct'",
         "INSERT INTO t VALUES (8000, 'direct')",
         "XA END 'direct'",
