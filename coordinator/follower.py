@@ -284,11 +284,11 @@ class Follower:
         origin = XaWatermark.origin(run.base)
         walk = run.walk
         try:
-            reader, events, close = self._source.open(
+            reader, runs, close = self._source.open_runs(
                 origin[0], origin[1], blocking=True, connected=connected
             )
             try:
-                for event in events:
+                for event in (event for run in runs for event in run):
                     with run.cond:
                         if run.stopping:
                             return

@@ -230,23 +230,9 @@ class RangePass:
         walk = Walk(start, listeners)
         end_coordinates = until.coordinates
         first = origin if origin is not None and origin != start else start
-        reader, events, close = self._source.open(first[0], first[1], end_coordinates)
-        ended: tuple[str, int, Where] | None = None
-        crossed: Where | None = None
-        file, number = "", 0
-        feed = walk.feed
+        reader, runs, close = self._source.open_runs(first[0], first[1], end_coordinates)
         try:
-            for event in events:
-                if event.file != file:  # a per-event cost: every event of the range is read
-                    file, number = event.file, _file_number(event.file)
-                    walk.where(event)
-                where = (number, event.end_pos)
-                if where > end_coordinates:
-                    crossed = where
-                    break
-                ended = feed(event, reader, where)
-                if ended is not None or where == end_coordinates:
-                    break
+            ended, crossed = _walked(walk, reader, runs, end_coordinates)
         finally:
             close()
         if ended is None and crossed is None and walk.over_at_end():
@@ -258,3 +244,23 @@ class RangePass:
         for listener in walk.listeners:
             listener.finish(end_coordinates, crossed or walk.reached)
         return None
+
+
+def _walked(walk: Walk, reader, runs, until: Where) -> tuple[tuple | None, Where | None]:
+    """Feeds ``walk`` the events of ``runs`` up to ``until``: (the batch's end where a
+    limit ended it, else None; where the first event past ``until`` ends, if one was
+    read)."""
+    feed = walk.feed
+    file, number = "", 0
+    for run in runs:
+        for event in run:
+            if event.file != file:  # a per-event cost: every event of the range is read
+                file, number = event.file, _file_number(event.file)
+                walk.where(event)
+            where = (number, event.end_pos)
+            if where > until:
+                return None, where
+            ended = feed(event, reader, where)
+            if ended is not None or where == until:
+                return ended, None
+    return None, None

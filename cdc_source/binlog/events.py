@@ -306,18 +306,38 @@ class EventReader:
     def events(self, packets: Iterable[bytes]) -> Iterator[Event]:
         """Events from whole payloads (one per event, the OK byte removed)."""
         for data in packets:
-            event = split_header(data, self.format, self.file, self.next_start)
-            yield from self._follow(event)
+            for run in self._runs_of(split_header(data, self.format, self.file, self.next_start)):
+                yield from run
 
     def events_from_stream(self, read, splitter=None) -> Iterator[Event]:
-        """Events from the raw dump stream. ``splitter`` (the C ``split_events`` of
-        :mod:`cdc_source.binlog.framing`) frames packets, parses headers and checks
-        CRC32s a read at a time; payloads it leaves (errors, events over 16 MiB) and
-        streams without it go the Python way."""
+        """Events from the raw dump stream, one at a time (:meth:`event_runs`)."""
+        for run in self.event_runs(read, splitter):
+            yield from run
+
+    def event_runs(self, read, splitter=None) -> Iterator[Iterable[Event]]:
+        """Events from the raw dump stream, a run at a time: the events one read of the
+        stream completed (a list), or the inner events of one transaction payload (inflated
+        as they are iterated, so a huge transaction is never in memory whole). When a run
+        is handed, :attr:`position` is already past its last event; a run never spans a
+        FORMAT_DESCRIPTION, so :attr:`format` is that of each of its events. A caller
+        loops over a run: one step per event, where a generator per event would cost more
+        than most events' use.
+
+        ``splitter`` (the C ``split_events`` of :mod:`cdc_source.binlog.framing`) frames
+        packets, parses headers and checks CRC32s a read at a time; payloads it leaves
+        (errors, events over 16 MiB) and streams without it go the Python way."""
         stream = PacketStream(read)
         if splitter is None:
-            yield from self.events(stream.payloads())
-            return
+            while True:
+                payload = stream.take()
+                if payload is None:
+                    stream.fill()
+                    continue
+                if not payload:
+                    return
+                yield from self._runs_of(
+                    split_header(payload, self.format, self.file, self.next_start)
+                )
         while True:
             try:
                 found, used, status = splitter(
@@ -326,11 +346,37 @@ class EventReader:
             except ValueError as err:  # the native splitter's FramingError
                 raise MalformedEventError(f"{err} in {self.file}") from None
             stream.start += used
+            run: list[Event] = []
             for event_type, timestamp, flags, end_pos, body, server_id in found:
-                if event_type == c.FORMAT_DESCRIPTION:
-                    event = split_header(body, self.format, self.file, self.next_start)
-                else:
-                    event = Event(
+                if (
+                    event_type in _NOT_PLAIN
+                    or flags & LOG_EVENT_ARTIFICIAL_F
+                    or end_pos <= self.next_start
+                ):
+                    if event_type == c.FORMAT_DESCRIPTION:
+                        if run:  # the events before it are parsed with the format before it
+                            yield run
+                            run = []
+                        event = split_header(body, self.format, self.file, self.next_start)
+                    else:
+                        event = Event(
+                            event_type,
+                            timestamp,
+                            flags,
+                            self.file,
+                            end_pos,
+                            body,
+                            self.next_start,
+                            server_id,
+                        )
+                    payload = self._keep(event, run)
+                    if payload is not None:
+                        yield run
+                        run = []
+                        yield unwrap_payload(payload)
+                    continue
+                run.append(
+                    Event(
                         event_type,
                         timestamp,
                         flags,
@@ -340,7 +386,10 @@ class EventReader:
                         self.next_start,
                         server_id,
                     )
-                yield from self._follow(event)
+                )
+                self.next_start = end_pos
+            if run:
+                yield run
             if status == 1:
                 return
             if found and found[-1][0] == c.FORMAT_DESCRIPTION:
@@ -352,33 +401,43 @@ class EventReader:
                         return
                     event = split_header(payload, self.format, self.file, self.next_start)
                     del payload  # the event holds its own copy of the body
-                    yield from self._follow(event)
+                    yield from self._runs_of(event)
                     del event
                     continue
             stream.fill()
 
-    def _follow(self, event: Event) -> Iterator[Event]:
-        """Track ROTATE and FORMAT_DESCRIPTION, drop events not at a position of the file
-        read, unwrap transaction payloads."""
+    def _runs_of(self, event: Event) -> Iterator[Iterable[Event]]:
+        """The runs one event makes: itself, none, or a payload's inner events."""
+        run: list[Event] = []
+        payload = self._keep(event, run)
+        if run:
+            yield run
+        if payload is not None:
+            yield unwrap_payload(payload)
+
+    def _keep(self, event: Event, run: list[Event]) -> Event | None:
+        """Tracks ROTATE and FORMAT_DESCRIPTION, drops events not at a position of the file
+        read, and appends the others to ``run``; a transaction payload is returned instead,
+        for its inner events to be the next run."""
         if event.type == c.ROTATE:
             self.file, self.next_start = parse_rotate(event.body)
-            return
+            return None
         if event.type == c.FORMAT_DESCRIPTION:
             self.format = parse_format_description(event.body)
             self.next_start = max(self.next_start, event.end_pos)
-            return
+            return None
         if event.type in _HEARTBEATS:  # a blocking dump's sign of life, at no position
-            return
+            return None
         if event.flags & LOG_EVENT_ARTIFICIAL_F:
-            return
+            return None
         if event.end_pos <= self.next_start:
             self._refuse_wrapped(event)
-            return  # sent again: a new dump starts at or before what was read
+            return None  # sent again: a new dump starts at or before what was read
         self.next_start = event.end_pos
         if event.type == c.TRANSACTION_PAYLOAD:
-            yield from unwrap_payload(event)
-            return
-        yield event
+            return event
+        run.append(event)
+        return None
 
     def _refuse_wrapped(self, event: Event) -> None:
         """Raises when ``event``, starting where the last one ended, ends past 4 GiB.
@@ -404,3 +463,5 @@ class EventReader:
 
 
 _HEARTBEATS = frozenset({c.HEARTBEAT, c.HEARTBEAT_V2})
+# Events a dump's reader does more with than hand on (EventReader._keep).
+_NOT_PLAIN = frozenset({c.ROTATE, c.FORMAT_DESCRIPTION, c.TRANSACTION_PAYLOAD, *_HEARTBEATS})

@@ -1,6 +1,6 @@
 """The replication connection: ``COM_BINLOG_DUMP`` over a PyMySQL session, read in large
 chunks and split into events by the event reader (:mod:`cdc_source.binlog.framing`,
-:meth:`~cdc_source.binlog.events.EventReader.events_from_stream`; no per-packet round
+:meth:`~cdc_source.binlog.events.EventReader.event_runs`; no per-packet round
 through the client library).
 
 A dump is non-blocking unless asked otherwise: the server sends everything up to the end
@@ -134,7 +134,21 @@ class DumpSource:
         blocking: bool = False,
         connected: Callable[[object], None] | None = None,
     ) -> tuple[EventReader, Iterator, Callable[[], None]]:
-        """(the event reader of the dump, its events, a close for the stream)
+        """(the event reader of the dump, its events one by one, a close for the stream);
+        the arguments as :meth:`open_runs`'s."""
+        reader, runs, close = self.open_runs(file, pos, until, blocking, connected)
+        return reader, (event for run in runs for event in run), close
+
+    def open_runs(
+        self,
+        file: str,
+        pos: int,
+        until: tuple[int, int] | None = None,
+        blocking: bool = False,
+        connected: Callable[[object], None] | None = None,
+    ) -> tuple[EventReader, Iterator, Callable[[], None]]:
+        """(the event reader of the dump, its events in runs, a close for the stream): a
+        run is an iterable of events (:meth:`~cdc_source.binlog.events.EventReader.event_runs`).
 
         ``until`` (file number, position): where the caller will stop. A dump that ends
         before it, while the server has written that far, is read on after a pause
@@ -155,7 +169,7 @@ class DumpSource:
                 server.check_identity(session.identity)
                 reader.expect_checksum(session.checksum)
                 read = start_dump(conn, self.server_id, reader.file, reader.next_start, blocking)
-                yield from reader.events_from_stream(read, self.splitter)
+                yield from reader.event_runs(read, self.splitter)
             finally:
                 _close(conn)
 

@@ -56,13 +56,13 @@ def test_a_running_streams_batches_are_planned_from_the_follower_and_stay_exact(
     tables = discover(options)
     driver = QueryDriver(options, tables)
     opened: list[tuple] = []
-    dump_open = driver.link.dump.open
+    dump_open = driver.link.dump.open_runs
 
     def counted(*args, **kwargs):
         opened.append(args[:2])
         return dump_open(*args, **kwargs)
 
-    driver.link.dump.open = counted
+    driver.link.dump.open_runs = counted
     state: dict[int, int] = {}
     batches = planned_before = 0
     done, errors = threading.Event(), []

@@ -777,12 +777,16 @@ class FakeDumpSource:
         self.opened: list[tuple[str, int]] = []
 
     def open(self, file: str, pos: int, until: tuple[int, int] | None = None):
+        reader, runs, close = self.open_runs(file, pos, until)
+        return reader, (event for run in runs for event in run), close
+
+    def open_runs(self, file: str, pos: int, until: tuple[int, int] | None = None):
         from cdc_source.binlog.events import EventReader
 
         self.opened.append((file, pos))
         reader = EventReader(file, pos, self.binlog.checksum)
         read = packet_stream(self.binlog.packets(file, pos), chunk=self.chunk)
-        return reader, reader.events_from_stream(read, self.splitter), lambda: None
+        return reader, reader.event_runs(read, self.splitter), lambda: None
 
 
 def with_checksum(data_without_crc: bytes) -> bytes:

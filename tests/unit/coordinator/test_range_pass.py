@@ -292,7 +292,7 @@ class GrowingDump:
             write()
             self.cond.notify_all()
 
-    def open(self, file, pos, until=None, blocking=False, connected=None):
+    def open_runs(self, file, pos, until=None, blocking=False, connected=None):
         assert blocking and until is None
         self.opened.append((file, pos))
         cut = threading.Event()
@@ -300,7 +300,7 @@ class GrowingDump:
         if connected is not None:
             connected(SimpleNamespace(_sock=SimpleNamespace(shutdown=lambda how: cut.set())))
 
-        def events():
+        def runs():
             after = pos
             while not cut.is_set():
                 with self.cond:
@@ -309,11 +309,11 @@ class GrowingDump:
                     reader, batch, _ = enc.FakeDumpSource(self.binlog).open(file, after)
                     batch = list(batch)
                 proxy.format = reader.format
-                for event in batch:
-                    yield event
-                    after = event.end_pos
+                if batch:
+                    yield batch
+                    after = batch[-1].end_pos
 
-        return proxy, events(), cut.set
+        return proxy, runs(), cut.set
 
 
 def _follower(binlog, flavor):
