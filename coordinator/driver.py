@@ -198,7 +198,7 @@ class QueryDriver:
         limit = stream_limit(self.options, max_rows, max_bytes)
         if start.binlog is not None and moved:
             head = self.ends.stream_end(
-                start.binlog, head, limit, frozenset(members.names), self._ceiling()
+                start.binlog, head, limit, frozenset(members.names), self._ceiling(), server=server
             )
         elif start.binlog is not None:
             head = start.binlog  # no new binlog: a batch of the joining table's snapshot only

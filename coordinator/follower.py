@@ -53,6 +53,11 @@ from coordinator.xa_watermark import XaListener, XaWatermark
 log = logging.getLogger("cdc_mysql")
 
 STALL_S = 5.0  # a follower behind the head that reads nothing for this long is not waited for
+# A follower far behind the head (catching up) answers with the last boundary it handed
+# once it has read a batch for CATCH_UP_S and still lags after GRACE_S of waiting: the
+# batch's tasks run while it reads on, instead of the driver waiting for the head.
+CATCH_UP_S = 0.25
+GRACE_S = 0.05
 
 
 class FollowerStopped(RuntimeError):
@@ -118,6 +123,7 @@ class _Run:
         self.stopping = False
         self.ended: BaseException | None = None  # the thread ended (an error, or stopped)
         self.want: tuple[int, int] | None = None  # the driver waits for this position
+        self.began = time.monotonic()  # since when it reads the batch from ``base``
         self.conn = None
         self.thread: threading.Thread | None = None
 
@@ -154,6 +160,7 @@ class _Run:
         )
         walk.rebase()
         self.base = replace(head, file=file, pos=pos, gtids=reached.gtids, xa=reached.xa)
+        self.began = time.monotonic()
         self.frozen = None
         self.cond.notify_all()
         return reached
@@ -168,8 +175,13 @@ class Follower:
         ddl: DdlScan,
         decoder: str | None = "auto",
         extra_listeners: Callable[[], list[Listener]] = list,
+        catch_up_s: float | None = CATCH_UP_S,
+        grace_s: float = GRACE_S,
     ) -> None:
         self._source = source
+        # None: the answer always waits for the head (a batch takes everything written).
+        self.catch_up_s = catch_up_s
+        self.grace_s = grace_s
         # Listeners that only watch (the signal table's writes): they end no batch.
         self._extra_listeners = extra_listeners
         self._ddl = ddl
@@ -219,10 +231,12 @@ class Follower:
         ceiling: tuple[int, int] | None = None,
     ) -> Reached | None:
         """Where the batch from ``start`` ends, for the head ``head`` read now: the last
-        boundary the follower handed, at or past the head, or the boundary where the
-        limit ended the batch; None where the follower cannot tell (another start, limit
-        or table set; it failed, or reads nothing for :data:`STALL_S` while behind the
-        head). The follower then goes on from the end answered."""
+        boundary the follower handed, at or past the head; the boundary where the limit
+        ended the batch; or, catching up (it has read this batch for :data:`CATCH_UP_S`
+        and is still behind the head after :data:`GRACE_S`), the last boundary it handed.
+        None where the follower cannot tell (another start, limit or table set; it
+        failed, or reads nothing for :data:`STALL_S` while behind the head). The follower
+        then goes on from the end answered."""
         run = self._run
         if run is None:
             return None
@@ -231,11 +245,15 @@ class Follower:
             if not run.serves(start, limit, tables, ceiling):
                 return None
             last, since = run.walk.reached, time.monotonic()
+            grace = since + self.grace_s
             while run.frozen is None and run.walk.reached < until:
                 if run.ended is not None or run.parked:
                     return None
+                now = time.monotonic()
+                if self._caught_up_to_here(run, start, now, grace):
+                    break
                 run.want = until
-                run.cond.wait(0.2)
+                run.cond.wait(self._wait_s(run, now, grace))
                 run.want = None
                 if run.walk.reached != last:
                     last, since = run.walk.reached, time.monotonic()
@@ -254,6 +272,24 @@ class Follower:
                 return None
             self.answers += 1
             return run.take_best(head)
+
+    def _caught_up_to_here(
+        self, run: _Run, start: BinlogPosition, now: float, grace: float
+    ) -> bool:
+        """Whether a follower behind the head answers with what it has read: it has read
+        this batch for :attr:`catch_up_s`, the driver waited :attr:`grace_s`, and it
+        handed a boundary past ``start``."""
+        if self.catch_up_s is None or now < grace or now < run.began + self.catch_up_s:
+            return False
+        best = run.walk.best
+        return best is not None and best[2] > start.coordinates
+
+    def _wait_s(self, run: _Run, now: float, grace: float) -> float:
+        """How long the driver waits before it looks again (it is woken sooner when the
+        follower reaches the head)."""
+        if self.catch_up_s is None:
+            return 0.2
+        return min(0.2, max(grace - now, run.began + self.catch_up_s - now, 0.01))
 
     def stop(self) -> None:
         """End the follower's thread and dump (it is started again by :meth:`follow`)."""

@@ -183,11 +183,15 @@ class RangeEnds:
         limit: StreamLimit,
         tables: frozenset[str],
         ceiling: tuple[int, int] | None,
+        *,
+        server: str,
     ) -> BinlogPosition:
-        """Where a stream batch from ``start`` ends: what the follower reached, where it
-        follows from ``start``; else found by one pass over the range (:meth:`ended`).
-        ``ceiling``: availableNow's frozen head, past which nothing is read."""
+        """Where a stream batch from ``start`` ends: what the follower reached, started
+        from ``start`` (on the server ``server``) where it does not follow from there
+        already; else found by one pass over the range (:meth:`ended`). ``ceiling``:
+        availableNow's frozen head, past which nothing is read."""
         if self.follower is not None:
+            self.follow(start, tables, limit, server=server, ceiling=ceiling)
             reached = self.follower.answer(start, head, limit, tables, ceiling)
             if reached is not None:
                 end = replace(head, file=reached.file, pos=reached.pos, gtids=reached.gtids)

@@ -286,6 +286,12 @@ class GrowingDump:
         self.binlog = binlog
         self.cond = threading.Condition()
         self.opened: list[tuple[str, int]] = []
+        self.hold: int | None = None  # no event ending past this is served while set
+
+    def release(self) -> None:
+        with self.cond:
+            self.hold = None
+            self.cond.notify_all()
 
     def write(self, write) -> None:
         with self.cond:
@@ -304,10 +310,10 @@ class GrowingDump:
             after = pos
             while not cut.is_set():
                 with self.cond:
-                    while self.binlog.pos <= after and not cut.is_set():
+                    while self._served() <= after and not cut.is_set():
                         self.cond.wait(0.02)
                     reader, batch, _ = enc.FakeDumpSource(self.binlog).open(file, after)
-                    batch = list(batch)
+                    batch = [event for event in batch if event.end_pos <= self._served()]
                 proxy.format = reader.format
                 if batch:
                     yield batch
@@ -315,11 +321,16 @@ class GrowingDump:
 
         return proxy, runs(), cut.set
 
+    def _served(self) -> int:
+        return self.binlog.pos if self.hold is None else min(self.binlog.pos, self.hold)
 
-def _follower(binlog, flavor):
+
+def _follower(binlog, flavor, catch_up_s=None, grace_s=0.05):
+    """A follower over a growing binlog; by default one that always waits for the head,
+    so that its answers are those of passes to the head however slow the machine."""
     dump = GrowingDump(binlog)
     scan = DdlScan(lambda: None, 1)
-    follower = Follower(dump, scan)
+    follower = Follower(dump, scan, catch_up_s=catch_up_s, grace_s=grace_s)
     return follower, dump
 
 
@@ -396,6 +407,53 @@ def test_the_follower_holds_one_batch_and_stops_reading_at_the_limit():
     finally:
         follower.close()
     assert run.thread is not None and not run.thread.is_alive()
+
+
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_follower_far_behind_the_head_answers_with_what_it_has_read(flavor):
+    """Catching up, the follower answers with the last boundary it handed instead of
+    waiting for the head, and reads on while that batch runs: each answer is what a pass
+    to its end finds, and the answers reach the head."""
+    binlog = enc.BinlogFile()
+    writer = Writer(binlog, flavor)
+    _, first, _ = writer.write("rows", 1)
+    start = BinlogPosition(binlog.name, first, _state_at(binlog, first, flavor))
+    begins = [
+        writer.write(kind, value)[0] for kind, value in [("rows", 2), ("ddl", _STATEMENTS[0])] * 10
+    ]
+    held = binlog.pos
+    for _ in range(10):
+        writer.write("rows", 2)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    limit, tables = StreamLimit(rows=1_000), frozenset({"shop.orders"})
+    follower, dump = _follower(binlog, flavor, catch_up_s=0.0, grace_s=0.0)
+    dump.hold = held  # the dump has sent everything up to here, not yet the rest
+    follower.follow(start, tables, limit, flavor, "")
+    try:
+        deadline = time.monotonic() + 10
+        while follower._run.walk.reached[1] < held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        reached = follower.answer(start, head, limit, tables)
+        # the last boundary handed: before the last transaction sent (its end is not a
+        # boundary until the next transaction's first event is read)
+        assert reached is not None and reached.pos == begins[-1] and not reached.bounded
+        end, gtids, statements, xa = _one_pass(
+            binlog, start, BinlogPosition(binlog.name, reached.pos), limit, flavor
+        )
+        assert (reached.gtids, reached.statements, reached.xa) == (gtids, statements, xa)
+        assert len(statements) == 9
+        start = BinlogPosition(end.file, end.pos, gtids, xa=xa)
+        dump.release()
+        while start.coordinates < head.coordinates:
+            reached = follower.answer(start, head, limit, tables)
+            end, gtids, statements, xa = _one_pass(
+                binlog, start, BinlogPosition(binlog.name, reached.pos), limit, flavor
+            )
+            assert (reached.gtids, reached.statements, reached.xa) == (gtids, statements, xa)
+            start = BinlogPosition(end.file, end.pos, gtids, xa=xa)
+        assert len(dump.opened) == 1
+    finally:
+        follower.close()
 
 
 def test_the_follower_does_not_answer_for_another_start_limit_or_table_set():
