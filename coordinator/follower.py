@@ -7,15 +7,22 @@ a pass uses. When Spark asks for the next batch, planning's state is current: th
 ends where the follower reached, at a transaction boundary, and the driver reads no
 binlog for it.
 
-The answer is the one a pass over the same range would give (a batch end is a function of
-its start, its limits and the binlog): the walk, the listeners and the boundaries are
-the same, only fed earlier. The follower answers only for the batch start it follows,
-with the limit and the captured tables it counts for; for any other start (a run's first
-batches, a restarted driver catching up from a checkpoint, a fail-over) the driver reads
-the range in one pass and the follower starts again from that batch's end
-(:meth:`Follower.follow`). Under availableNow it reads nothing past the frozen head (its
-ceiling), so that every batch it answers ends there or before, as a pass to that head
-would.
+The answer is the one a pass over the same range would give: the walk, the listeners
+and the boundaries are the same, only fed earlier. The follower answers only for the
+batch start it follows, with the limit and the captured tables it counts for; the driver
+starts it from a stream batch's start where it follows from nowhere or from elsewhere (a
+run's first stream batch, a restarted driver catching up from a checkpoint, a fail-over,
+a snapshot batch before), and reads the range in one pass only where it cannot answer.
+Under availableNow it reads nothing past the frozen head (its ceiling), so that every
+batch it answers ends there or before, as a pass to that head would.
+
+Where the batch ends: at the head, once every event up to it is read; at the boundary
+where the row limit ended it; or, while catching up, at the last boundary it handed. A
+follower that has read the batch for :data:`CATCH_UP_S` and is still behind the head
+after the driver waited :data:`GRACE_S` is catching up: the batch's tasks then run while
+it reads on, instead of the driver waiting for the head. A batch end is recorded by Spark
+before the batch runs, so a batch planned again after a restart is the same batch; the
+end depends on when the batch is planned, as the head it is planned to does.
 
 What it holds is bounded by one batch, never by how far behind the stream is: the GTID
 state at the last transaction boundary and the GTIDs read past it, the table statements
