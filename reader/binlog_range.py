@@ -153,21 +153,26 @@ class RangeReader:
         reached = self.start.coordinates
         try:
             maps = TableMaps(self.decoder)
-            last = (None, -1)
+            last: tuple[int, int] = (-1, -1)
             sub = 0
+            file, number = "", 0
             for event in events:
-                where = (_file_number(event.file), event.end_pos)
+                if event.file != file:  # (a per-event cost: every event of the range)
+                    file, number = event.file, _file_number(event.file)
+                where = (number, event.end_pos)
                 if where > end:
                     reached = where
                     break
                 reached = where
-                sub = sub + 1 if (event.file, event.end_pos) == last else 0
-                last = (event.file, event.end_pos)
+                sub = sub + 1 if where == last else 0  # a payload's events share an end
+                last = where
                 t = event.type
                 if t in c.ROW_EVENTS:
                     if tracker.in_xa is not None:
                         continue  # emitted at its XA COMMIT, read again from its start
-                    yield from self._rows(event, reader.format, maps, sub)
+                    block = self._rows(event, reader.format, maps, sub, where)
+                    if block is not None:
+                        yield block
                 elif t == c.TABLE_MAP:
                     maps.add(event, reader.format)
                 elif t in (c.QUERY, c.QUERY_COMPRESSED):
@@ -266,16 +271,22 @@ class RangeReader:
         fmt: Format,
         maps: TableMaps,
         sub: int,
-        position: tuple[int, int] | None = None,
+        position: tuple[int, int],
+        *,
         timestamp: int | None = None,
         origin: tuple[str, str | None, int] | None = None,
-    ) -> Iterator[ChangeBlock]:
+        at_commit: bool = False,
+    ) -> ChangeBlock | None:
+        """Decodes a rows event's rows into its table's accumulator, emitted at
+        ``position`` (file number, end): where the event ends, or ``at_commit``, where the
+        XA transaction it belongs to commits. Returns the accumulator's block when that
+        is full."""
         table_id = table_id_of(event.body, fmt.post_header_len(event.type, 8))
         table_map = maps.get(table_id, event)
-        if not self._decodes(table_map.name, position):
-            return
-        if position is None and not self._next_unit():
-            return
+        if not self._decodes(table_map.name, position if at_commit else None):
+            return None
+        if not at_commit and not self._next_unit():
+            return None
         rows_event = self.headers.parse(event, fmt, len(table_map.columns))
         accumulator = self.accumulators.get(id(table_map))
         if accumulator is None:
@@ -305,14 +316,12 @@ class RangeReader:
             raise UndecodableEventError(
                 f"{event.where} of {table_map.name} cannot be decoded: {err}"
             ) from None
-        file_number, end_pos = position or (_file_number(event.file), event.end_pos)
         accumulator.counts.append(count)
         when = event.timestamp if timestamp is None else timestamp
-        accumulator.events.append((file_number, end_pos, sub, when))
+        accumulator.events.append((position[0], position[1], sub, when))
         if accumulator.origins is not None:
             accumulator.origins.append(origin or (event.file, self.gtid, event.server_id))
-        if accumulator.full():
-            yield accumulator.take()
+        return accumulator.take() if accumulator.full() else None
 
     def _flush_all(self) -> Iterator[ChangeBlock]:
         for accumulator in self.accumulators.values():
@@ -336,9 +345,18 @@ class RangeReader:
                 if event.type == c.TABLE_MAP:
                     maps.add(event, reader.format)
                 elif event.type in c.ROW_EVENTS:
-                    yield from self._rows(
-                        event, reader.format, maps, sub, position, commit.timestamp, origin
+                    block = self._rows(
+                        event,
+                        reader.format,
+                        maps,
+                        sub,
+                        position,
+                        timestamp=commit.timestamp,
+                        origin=origin,
+                        at_commit=True,
                     )
+                    if block is not None:
+                        yield block
                     sub += 1
                 elif event.type == c.XA_PREPARE:
                     break
