@@ -29,7 +29,7 @@ from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import unwrap_payload
 from cdc_source.binlog.row_count import RowCounter
 from cdc_source.binlog.rows_event import RowsEventHeaders
-from cdc_source.binlog.table_map import TableMaps, table_id_of
+from cdc_source.binlog.table_map import TableMap, TableMaps, table_id_of
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
 from cdc_source.options import SourceOptions
@@ -79,9 +79,26 @@ class RowCount:
         self.maps = TableMaps()
         self.counter = counter or RowCounter()
         self.headers = RowsEventHeaders()
+        # event type -> (the header bytes last counted, its table map, its format): an
+        # event of that type whose body starts with them, while that map is still the
+        # one of its table id, has that header (RowsEventHeaders' rule, one lookup)
+        self._last: dict[int, tuple[bytes, TableMap, object]] = {}
 
     def rows(self, event, fmt) -> int:
         t = event.type
+        last = self._last.get(t)
+        if last is not None:
+            header, table_map, last_fmt = last
+            body = event.body
+            if (
+                fmt is last_fmt
+                and body.startswith(header)
+                and self.maps.by_id.get(table_map.table_id) is table_map
+            ):
+                if table_map.name not in self.tables:
+                    return 0
+                kind, _, _, partial = c.ROW_EVENTS[t]
+                return self.counter.count_data(body, len(header), kind, partial, table_map)
         if t == c.TABLE_MAP:
             maps = self.maps
             if len(maps.by_id) > 10_000:  # a long-lived follower sees ever new table ids
@@ -94,6 +111,8 @@ class RowCount:
             if table_map is None or table_map.name not in self.tables:
                 return 0
             rows_event = self.headers.parse(event, fmt, len(table_map.columns))
+            if rows_event.data is event.body:  # (not a MariaDB compressed event)
+                self._last[t] = (event.body[: rows_event.start], table_map, fmt)
             return self.counter.count(rows_event, table_map)
         if t == c.TRANSACTION_PAYLOAD:
             return sum(self.rows(inner, fmt) for inner in unwrap_payload(event))

@@ -77,6 +77,12 @@ class RowCounter:
         self._sizes: dict[int, tuple[TableMap, tuple, bytes, int]] = {}  # by id() of a map
 
     def count(self, rows: RowsEvent, table_map: TableMap) -> int:
+        return self.count_data(rows.data, rows.start, rows.kind, rows.partial, table_map)
+
+    def count_data(
+        self, data: bytes, start: int, kind: int, partial: bool, table_map: TableMap
+    ) -> int:
+        """The rows of a rows event of ``kind`` whose row data is ``data[start:]``."""
         entry = self._sizes.get(id(table_map))
         if entry is None or entry[0] is not table_map:
             if len(self._sizes) > 10_000:
@@ -88,16 +94,11 @@ class RowCounter:
             self._sizes[id(table_map)] = entry
         _, sizes, packed, json_bitmap = entry
         if self.native is None:
-            return count_rows(rows, table_map, sizes)
-        images = 2 if rows.kind == c.UPDATE else 1
+            return count_rows(RowsEvent(0, kind, data, start, partial), table_map, sizes)
+        images = 2 if kind == c.UPDATE else 1
         try:
             return self.native(
-                rows.data,
-                rows.start,
-                len(rows.data),
-                images,
-                packed,
-                json_bitmap if rows.partial else -1,
+                data, start, len(data), images, packed, json_bitmap if partial else -1
             )
         except ValueError as err:  # the extension's FramingError
             raise MalformedEventError(str(err)) from None

@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog import framing
+from cdc_source.binlog.events import Event, Format
 from cdc_source.binlog.row_count import RowCounter, count_rows, value_sizes
 from cdc_source.binlog.row_plan import table_plan
 from cdc_source.binlog.rows_event import RowsEvent
 from cdc_source.binlog.table_map import parse_table_map
 from cdc_source.binlog.wire import MalformedEventError
 from cdc_source.offsets import BinlogPosition
-from coordinator.batch_end import BatchEnds, StreamLimit
+from coordinator.batch_end import BatchEnds, RowCount, StreamLimit
 from reader.row_decoder_py import PyRowSink
 from tests.support import binlog_encoder as enc
 from tests.support.small_rows import COLUMNS, UUID, row_image
@@ -440,3 +441,70 @@ def test_both_row_counters_count_valid_rows_of_every_shape(case):
         assert counter.count(event, table_map) == count
     if not partial:
         assert PyRowSink(table_plan(table_map)).decode(data, 0, len(data), kind) == count
+
+
+_COUNTED_EVENTS = st.lists(
+    st.one_of(
+        # a table map: table id, table, and whether its columns are the usual ones
+        st.tuples(st.just("map"), st.sampled_from([5, 6]), st.sampled_from(["orders", "audit"])),
+        # a rows event: type, table id, flags, rows, and a columns-present bitmap cut short
+        st.tuples(
+            st.just("rows"),
+            st.sampled_from(
+                [c.WRITE_ROWS_V2, c.UPDATE_ROWS_V2, c.DELETE_ROWS_V1, c.WRITE_ROWS_COMPRESSED_V1]
+            ),
+            st.sampled_from([5, 6]),
+            st.sampled_from([0, 1]),
+            st.integers(0, 4),
+            st.booleans(),
+        ),
+    ),
+    max_size=40,
+)
+
+
+def _counted(count, event, fmt) -> object:
+    try:
+        return count.rows(event, fmt)
+    except Exception as err:  # the same refusal, by type and message
+        return (type(err), str(err))
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=_COUNTED_EVENTS, tables=st.sampled_from([{"shop.orders"}, {"shop.audit"}]))
+def test_a_row_count_that_remembers_headers_counts_as_a_fresh_one(items, tables):
+    """RowCount takes an event whose bytes up to its row data are the header it last
+    counted for its type as that header: every count (or refusal) is the one a count
+    that never saw an earlier rows event gives."""
+    fmt = Format()
+    remembering = RowCount(set(tables))
+    maps: list[Event] = []
+    for n, item in enumerate(items):
+        if item[0] == "map":
+            _, table_id, table = item
+            body = enc.table_map_body(table_id, "shop", table, COLUMNS)
+            event = Event(c.TABLE_MAP, 0, 0, "binlog.000001", 100 + n, body)
+            maps.append(event)
+            remembering.rows(event, fmt)
+            continue
+        _, event_type, table_id, flags, rows, short = item
+        update = event_type == c.UPDATE_ROWS_V2
+        images = b"".join(
+            row_image(i, "n" * i) + (row_image(i, "m") if update else b"") for i in range(rows)
+        )
+        present = b"" if short else None
+        body = enc.rows_body(
+            table_id,
+            len(COLUMNS),
+            images,
+            update,
+            event_type in (c.WRITE_ROWS_V2, c.UPDATE_ROWS_V2),
+            present,
+            flags=flags,
+            compressed=event_type == c.WRITE_ROWS_COMPRESSED_V1,
+        )
+        event = Event(event_type, 0, 0, "binlog.000001", 100 + n, body)
+        fresh = RowCount(set(tables))
+        for table_map in maps:
+            fresh.rows(table_map, fmt)
+        assert _counted(remembering, event, fmt) == _counted(fresh, event, fmt)
