@@ -65,6 +65,7 @@ STALL_S = 5.0  # a follower behind the head that reads nothing for this long is 
 # batch's tasks run while it reads on, instead of the driver waiting for the head.
 CATCH_UP_S = 0.25
 GRACE_S = 0.05
+HOLD_EVENTS = 256  # events the follower feeds under one hold of its lock
 
 
 class FollowerStopped(RuntimeError):
@@ -325,30 +326,14 @@ class Follower:
                 raise FollowerStopped("the follower was stopped")
 
         origin = XaWatermark.origin(run.base)
-        walk = run.walk
         try:
             reader, runs, close = self._source.open_runs(
                 origin[0], origin[1], blocking=True, connected=connected
             )
             try:
-                for event in (event for run in runs for event in run):
-                    with run.cond:
-                        if run.stopping:
-                            return
-                        where = walk.where(event)
-                        if run.ceiling is not None and where > run.ceiling:
-                            run.parked = True  # every event up to the ceiling is read
-                            run.cond.notify_all()
-                            return
-                        while walk.feed(event, reader, where) is not None:
-                            run.frozen = walk.best
-                            run.cond.notify_all()
-                            while run.frozen is not None and not run.stopping:
-                                run.cond.wait()
-                            if run.stopping:
-                                return
-                        if run.want is not None and where >= run.want:
-                            run.cond.notify_all()
+                for events in runs:
+                    if not self._feed(run, reader, iter(events)):
+                        return
             finally:
                 close()
         except BaseException as err:  # noqa: BLE001 - the driver's passes take over
@@ -361,6 +346,41 @@ class Follower:
         with run.cond:
             run.ended = FollowerStopped("the follower's dump ended")
             run.cond.notify_all()
+
+    @staticmethod
+    def _feed(run: _Run, reader, events) -> bool:
+        """Hands ``events`` to the run's walk, holding the run's lock for at most
+        :data:`HOLD_EVENTS` events at a time (the driver's answer waits for it); False
+        where the run stops reading (stopped, or past its ceiling)."""
+        walk = run.walk
+        file, number = "", 0
+        while True:
+            with run.cond:
+                if run.stopping:
+                    return False
+                held = 0
+                for event in events:
+                    if event.file != file:  # (a per-event cost: every event is fed here)
+                        file, number = event.file, walk.where(event)[0]
+                    where = (number, event.end_pos)
+                    if run.ceiling is not None and where > run.ceiling:
+                        run.parked = True  # every event up to the ceiling is read
+                        run.cond.notify_all()
+                        return False
+                    while walk.feed(event, reader, where) is not None:
+                        run.frozen = walk.best
+                        run.cond.notify_all()
+                        while run.frozen is not None and not run.stopping:
+                            run.cond.wait()
+                        if run.stopping:
+                            return False
+                    if run.want is not None and where >= run.want:
+                        run.cond.notify_all()
+                    held += 1
+                    if held == HOLD_EVENTS:
+                        break
+                else:
+                    return True
 
 
 def _cut(conn) -> None:
