@@ -132,7 +132,9 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
     )
 
 
-def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dict[str, Any]]:
+def measure_shape(
+    bench, spark, shape: Shape, table_rows: int, floor_cpu_s: float
+) -> tuple[str, dict[str, Any]]:
     options = bench.source_options(shape.table, **{"scan.startup.mode": "latest-offset"})
     checkpoint, without_follower = bench.checkpoint(), bench.checkpoint()
     run_available_now(spark, options, checkpoint, "pin the head")
@@ -184,7 +186,7 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
-            _driver_cpu(query, by_passes, shape.changes),
+            _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
             f"following while written: the writer took {following.details['writer_seconds']} s, "
             f"the stream ended {following.details['lag_after_writer_s']} s after it, in "
             f"{following.details['batches_with_rows']} batches with rows",
@@ -195,6 +197,7 @@ def measure_shape(bench, spark, shape: Shape, table_rows: int) -> tuple[str, dic
         "range": [list(start), list(end)],
         "runs": [r.to_json() for r in runs],
         "follower_off": by_passes.to_json(),
+        "floor_driver_cpu_s": floor_cpu_s,
         "peers": [peer.to_json()],
     }
 
@@ -265,20 +268,42 @@ def measure_following(bench, spark, shape: Shape, table_rows: int) -> Measuremen
     )
 
 
-def _driver_cpu(followed: Measurement, by_passes: Measurement, changes: int) -> str:
+def _driver_cpu(
+    followed: Measurement, by_passes: Measurement, changes: int, floor_cpu_s: float
+) -> str:
     """The driver's CPU per million row changes (the source's planner process), with the
-    follower and, over the same range, with each batch's range read when it is planned."""
+    follower and, over the same range, with each batch's range read when it is planned;
+    and what the same process costs a source that reads nothing (``floor_cpu_s``: Spark
+    starts it per query, importing PySpark), which every figure includes."""
 
     def per_million(run: Measurement) -> str:
         seconds = run.details["driver_cpu_s"]
         batches = run.details["batches_total"]
-        return f"{seconds / changes * 1e6:.2f} CPU s per million changes ({batches} batches)"
+        beyond = (seconds - floor_cpu_s) / changes * 1e6
+        return (
+            f"{seconds / changes * 1e6:.2f} CPU s per million changes ({batches} batches; "
+            f"{beyond:.2f} beyond the floor's)"
+        )
 
     return (
         f"the driver: {per_million(followed)} with the follower; "
         f"{per_million(by_passes)} with scan.binlog.follower.enabled=false "
-        f"({by_passes.rows / by_passes.seconds:,.0f} rows/s whole query)"
+        f"({by_passes.rows / by_passes.seconds:,.0f} rows/s whole query); the floor's "
+        f"planner process, a source that reads nothing: {floor_cpu_s:.2f} CPU s per query"
     )
+
+
+def floor_driver_cpu(bench, spark) -> float:
+    """CPU seconds of the planner process of a query whose source reads nothing (the
+    least of three): Spark's own, per streaming query."""
+    from cdc_runs import streaming_floor
+
+    readings = []
+    for _ in range(3):
+        with DriverCpuSampler(jvm_pid(spark)) as driver:
+            streaming_floor(spark, bench.checkpoint())
+        readings.append(driver.seconds)
+    return min(readings)
 
 
 def _phases(duration_ms: dict[str, int]) -> str:

@@ -519,7 +519,7 @@ class Bench:
 
     # -- binlog ---------------------------------------------------------------------------
     def binlog(self, spark) -> str:
-        from binlog_cases import WIDE_TABLE, Shape, measure_shape
+        from binlog_cases import WIDE_TABLE, Shape, floor_driver_cpu, measure_shape
 
         args = self.args
         rows, table = self.changes_rows(), workload.CHANGES_TABLE
@@ -540,8 +540,9 @@ class Bench:
                 )
             )
         tables, results = [], []
+        floor_cpu_s = floor_driver_cpu(self, spark)
         for shape, table_rows in shapes:
-            text, result = measure_shape(self, spark, shape, table_rows)
+            text, result = measure_shape(self, spark, shape, table_rows, floor_cpu_s)
             tables.append(text)
             results.append(result)
         self.results["binlog"] = results
