@@ -348,35 +348,13 @@ class EventReader:
             stream.start += used
             run: list[Event] = []
             for event_type, timestamp, flags, end_pos, body, server_id in found:
-                if (
-                    event_type in _NOT_PLAIN
-                    or flags & LOG_EVENT_ARTIFICIAL_F
-                    or end_pos <= self.next_start
-                ):
-                    if event_type == c.FORMAT_DESCRIPTION:
-                        if run:  # the events before it are parsed with the format before it
-                            yield run
-                            run = []
-                        event = split_header(body, self.format, self.file, self.next_start)
-                    else:
-                        event = Event(
-                            event_type,
-                            timestamp,
-                            flags,
-                            self.file,
-                            end_pos,
-                            body,
-                            self.next_start,
-                            server_id,
-                        )
-                    payload = self._keep(event, run)
-                    if payload is not None:
+                if event_type == c.FORMAT_DESCRIPTION:
+                    if run:  # the events before it are parsed with the format before it
                         yield run
                         run = []
-                        yield unwrap_payload(payload)
-                    continue
-                run.append(
-                    Event(
+                    event = split_header(body, self.format, self.file, self.next_start)
+                else:
+                    event = Event(
                         event_type,
                         timestamp,
                         flags,
@@ -386,8 +364,19 @@ class EventReader:
                         self.next_start,
                         server_id,
                     )
-                )
-                self.next_start = end_pos
+                    if not (
+                        event_type in _NOT_PLAIN
+                        or flags & LOG_EVENT_ARTIFICIAL_F
+                        or end_pos <= self.next_start
+                    ):
+                        run.append(event)  # (the common case, _keep's rules inlined)
+                        self.next_start = end_pos
+                        continue
+                payload = self._keep(event, run)
+                if payload is not None:
+                    yield run
+                    run = []
+                    yield unwrap_payload(payload)
             if run:
                 yield run
             if status == 1:
