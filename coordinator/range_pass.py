@@ -255,8 +255,7 @@ def _walked(walk: Walk, reader, runs, until: Where) -> tuple[tuple | None, Where
     for run in runs:
         for event in run:
             if event.file != file:  # a per-event cost: every event of the range is read
-                file, number = event.file, _file_number(event.file)
-                walk.where(event)
+                file, number = event.file, walk.where(event)[0]
             where = (number, event.end_pos)
             if where > until:
                 return None, where

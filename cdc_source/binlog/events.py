@@ -328,16 +328,11 @@ class EventReader:
         (errors, events over 16 MiB) and streams without it go the Python way."""
         stream = PacketStream(read)
         if splitter is None:
-            while True:
-                payload = stream.take()
-                if payload is None:
-                    stream.fill()
-                    continue
-                if not payload:
-                    return
+            for payload in stream.payloads():
                 yield from self._runs_of(
                     split_header(payload, self.format, self.file, self.next_start)
                 )
+            return
         while True:
             try:
                 found, used, status = splitter(
