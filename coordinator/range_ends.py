@@ -2,12 +2,14 @@
 the last transaction boundary within a row limit), its exact GTID state and its XA
 watermark, with the range's table statements kept for the table set.
 
-Two ways give the same answer. Where the follower (:mod:`coordinator.follower`) has read
-on from the batch's start, the answer is what it reached, and nothing is read now. Else one
-pass over the range (:mod:`coordinator.range_pass`) feeds every listener at once: the GTID
-listener, the table statements, the row count of a bounded batch and the XA tracker. Either
-way the end is a function of the offsets: a driver that plans the same batch again after a
-restart finds the same end.
+Two ways give the same answer for the same range. Where the follower
+(:mod:`coordinator.follower`) reads on from the batch's start (it is started there where it
+does not), the answer is what it reached, and nothing is read now; catching up, what it
+reached may be short of the head. Else one pass over the range
+(:mod:`coordinator.range_pass`) feeds every listener at once: the GTID listener, the table
+statements, the row count of a bounded batch and the XA tracker. Either way, what is true at
+an end is a function of the range: a driver that plans a logged batch (start, end] again
+after a restart finds the same GTID state, watermark and statements.
 
 The order of calls over a run: :meth:`RangeEnds.at_first` for a run's first position;
 :meth:`RangeEnds.ended` or :meth:`RangeEnds.stream_end` for each batch; after each stream
