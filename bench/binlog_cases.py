@@ -1,7 +1,8 @@
 """The binlog phase under three shapes of writes, each measured five ways in one run:
 
 - ``cdc-mysql``: the source in Spark (availableNow on a checkpoint pinned before the
-  writes, so the query reads exactly the range), into the noop sink;
+  writes, so the query reads exactly the range), into the noop sink, after a warm-up
+  query of a few changes has started Spark's Python workers (:func:`warm_workers`);
 - ``following while written``: the source in Spark already following the head when the
   same shape of changes is written again, every batch planned from the follower
   (:func:`measure_following`);
@@ -139,6 +140,7 @@ def measure_shape(
     checkpoint, without_follower = bench.checkpoint(), bench.checkpoint()
     run_available_now(spark, options, checkpoint, "pin the head")
     run_available_now(spark, options, without_follower, "pin the head")
+    warm_up = warm_workers(bench, spark, shape, table_rows, options, (checkpoint, without_follower))
     with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
         start = _head(cur)
         seconds = update_rows(cur, shape.table, table_rows, shape.changes, shape.rows_per_txn)
@@ -169,7 +171,10 @@ def measure_shape(
         "cdc-mysql",
         query.rows,
         batch_ms / 1000,
-        {"load_1m": round(load, 2), "from": "sum of triggerExecution of the query's batches"},
+        {
+            "load_1m": round(load, 2),
+            "from": "sum of triggerExecution of the query's batches, Python workers running",
+        },
     )
     following = measure_following(bench, spark, shape, table_rows)
     reader = _in_process(bench, shape.table, start, end, decode_only=False)
@@ -186,6 +191,8 @@ def measure_shape(
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
+            f"the warm-up query before it ({WARM_UP_CHANGES} changes): addBatch "
+            f"{warm_up:.2f} s, a cold start of Spark's Python workers where none was running",
             _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
             f"following while written: the writer took {following.details['writer_seconds']} s, "
             f"the stream ended {following.details['lag_after_writer_s']} s after it, in "
@@ -197,9 +204,31 @@ def measure_shape(
         "range": [list(start), list(end)],
         "runs": [r.to_json() for r in runs],
         "follower_off": by_passes.to_json(),
+        "warm_up_add_batch_s": warm_up,
         "floor_driver_cpu_s": floor_cpu_s,
         "peers": [peer.to_json()],
     }
+
+
+WARM_UP_CHANGES = 100
+
+
+def warm_workers(bench, spark, shape: Shape, table_rows: int, options, checkpoints) -> float:
+    """A few changes read on each of ``checkpoints`` before the measured queries, so that
+    those run on Python workers Spark has started already, as a running stream's batches
+    do (Spark keeps a finished task's Python worker for the next task, across queries).
+    Returns the first warm-up query's ``addBatch`` seconds: a cold worker start, when no
+    worker was running yet."""
+    with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
+        update_rows(cur, shape.table, table_rows, WARM_UP_CHANGES, 1)
+    first = None
+    for checkpoint in checkpoints:
+        query = run_available_now(spark, options, checkpoint, "warm the Python workers")
+        if query.rows != WARM_UP_CHANGES:
+            raise RuntimeError(f"the warm-up query read {query.rows} rows, not {WARM_UP_CHANGES}")
+        if first is None:
+            first = query.details["duration_ms"].get("addBatch", 0) / 1000
+    return first
 
 
 def _committed_binlog(query) -> tuple[int, int]:
