@@ -191,8 +191,8 @@ def measure_shape(
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
-            f"the warm-up query before it ({WARM_UP_CHANGES} changes): addBatch "
-            f"{warm_up:.2f} s, a cold start of Spark's Python workers where none was running",
+            f"the warm-up query before it ({WARM_UP_CHANGES} changes): addBatch {warm_up:.2f} s "
+            "(it starts Spark's Python worker where none runs, and loads the source in it)",
             _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
             f"following while written: the writer took {following.details['writer_seconds']} s, "
             f"the stream ended {following.details['lag_after_writer_s']} s after it, in "
@@ -217,8 +217,8 @@ def warm_workers(bench, spark, shape: Shape, table_rows: int, options, checkpoin
     """A few changes read on each of ``checkpoints`` before the measured queries, so that
     those run on Python workers Spark has started already, as a running stream's batches
     do (Spark keeps a finished task's Python worker for the next task, across queries).
-    Returns the first warm-up query's ``addBatch`` seconds: a cold worker start, when no
-    worker was running yet."""
+    Returns the first warm-up query's ``addBatch`` seconds: with the worker's start where
+    none was running, and the source's first load in it."""
     with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
         update_rows(cur, shape.table, table_rows, WARM_UP_CHANGES, 1)
     first = None
