@@ -23,6 +23,8 @@ class MariaGtid:
 
 
 _MARIA_GTID = struct.Struct("<QIB")
+_MARIA_SEQ_AND_DOMAIN = struct.Struct("<QI")
+_MARIA_OPTIONAL_FIELDS = FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA
 
 
 def parse_mariadb_gtid(body: bytes) -> MariaGtid:
@@ -32,7 +34,7 @@ def parse_mariadb_gtid(body: bytes) -> MariaGtid:
     if len(body) < _MARIA_GTID.size:
         raise MalformedEventError(f"a MariaDB GTID event of {len(body)} bytes")
     seq_no, domain_id, flags = _MARIA_GTID.unpack_from(body)
-    if not flags & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA):
+    if not flags & _MARIA_OPTIONAL_FIELDS:
         return MariaGtid(flags, None, seq_no, domain_id)  # the common case, read per event
     cur = Cursor(body, _MARIA_GTID.size)
     if flags & FL_GROUP_COMMIT_ID:
@@ -43,6 +45,18 @@ def parse_mariadb_gtid(body: bytes) -> MariaGtid:
         gtrid_len, bqual_len = cur.uint(1), cur.uint(1)
         xid = Xid(format_id, cur.take(gtrid_len), cur.take(bqual_len))
     return MariaGtid(flags, xid, seq_no, domain_id)
+
+
+def mariadb_gtid_key(body: bytes, server_id: int) -> tuple[int, int, int]:
+    """(domain id, server id, seq no) of a MariaDB GTID event whose header names
+    ``server_id``: what :func:`parse_mariadb_gtid` reads, without building its record
+    where no optional field follows the flags (the common case, read per transaction by
+    the driver's follower)."""
+    if len(body) >= _MARIA_GTID.size and not body[12] & _MARIA_OPTIONAL_FIELDS:
+        seq_no, domain_id = _MARIA_SEQ_AND_DOMAIN.unpack_from(body)
+        return (domain_id, server_id, seq_no)
+    parsed = parse_mariadb_gtid(body)
+    return (parsed.domain_id, server_id, parsed.seq_no)
 
 
 def parse_mariadb_gtid_list(body: bytes) -> list[tuple[int, int, int]]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import Event
 from cdc_source.binlog.gtid_events import (
-    parse_mariadb_gtid,
+    mariadb_gtid_key,
     parse_mariadb_gtid_list,
     parse_mysql_gtid,
     parse_previous_gtids,
@@ -87,8 +87,7 @@ def event_gtid(state: GtidState, event: Event) -> tuple | None:
     if isinstance(state, MariaGtidPos):
         if event.type != c.MARIADB_GTID:
             return None
-        parsed = parse_mariadb_gtid(event.body)
-        return (parsed.domain_id, event.server_id, parsed.seq_no)
+        return mariadb_gtid_key(event.body, event.server_id)
     if event.type in (c.GTID, c.GTID_TAGGED):
         return parse_mysql_gtid(event)
     return None
@@ -98,8 +97,7 @@ def gtid_text(event: Event) -> str | None:
     """The GTID a transaction's GTID event names, in its server's syntax (MariaDB
     'domain-server-seq', MySQL 'uuid:n' or 'uuid:tag:n'); None for an anonymous one."""
     if event.type == c.MARIADB_GTID:
-        parsed = parse_mariadb_gtid(event.body)
-        return _text((parsed.domain_id, event.server_id, parsed.seq_no))
+        return _text(mariadb_gtid_key(event.body, event.server_id))
     if event.type in (c.GTID, c.GTID_TAGGED):
         return _text(parse_mysql_gtid(event))
     return None

@@ -339,3 +339,39 @@ def test_missing_is_what_one_state_lacks_of_another_in_the_same_syntax():
     assert missing(GtidSet(), want).text() == want.text()
     lacking = missing(MariaGtidPos.parse("0-1-5,1-2-3"), MariaGtidPos.parse("0-1-9,1-2-3,2-1-1"))
     assert lacking.text() == "0-1-9,2-1-1"
+
+
+def _mariadb_gtid_reading(body: bytes, server_id: int):
+    """What the full parse reads of a MariaDB GTID body: its key, or its refusal."""
+    from cdc_source.binlog.gtid_events import parse_mariadb_gtid
+    from cdc_source.binlog.wire import MalformedEventError
+
+    try:
+        parsed = parse_mariadb_gtid(body)
+    except MalformedEventError:
+        return "refused"
+    return (parsed.domain_id, server_id, parsed.seq_no)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 255),
+    st.binary(max_size=40),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 60),
+)
+def test_a_mariadb_gtid_key_is_what_the_full_parse_reads(seq, domain, flags, tail, server, cut):
+    """The key read without the parse's record (every flag, with or without the optional
+    fields they announce, whole or cut short) names the same GTID, or is refused alike."""
+    from cdc_source.binlog.gtid_events import mariadb_gtid_key
+    from cdc_source.binlog.wire import MalformedEventError
+
+    whole = seq.to_bytes(8, "little") + domain.to_bytes(4, "little") + bytes([flags]) + tail
+    body = whole[: cut if cut % 3 == 0 else max(cut, 13)]  # a third may lose the fixed part
+    expected = _mariadb_gtid_reading(body, server)
+    try:
+        assert mariadb_gtid_key(body, server) == expected
+    except MalformedEventError:
+        assert expected == "refused"
