@@ -153,8 +153,21 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
             body = PyBytes_FromStringAndSize((const char *)ev + 19, (Py_ssize_t)(body_end - 19));
         }
         if (!body) goto done;
-        PyObject *item = Py_BuildValue("(iIiINI)", type, ts, flags, end_pos, body, server_id);
-        if (!item || PyList_Append(events, item) < 0) { Py_XDECREF(item); goto done; }
+        /* (type, timestamp, flags, end position, body, server id), built item by item
+         * rather than from a format string parsed again for every event */
+        PyObject *item = PyTuple_New(6);
+        if (!item) { Py_DECREF(body); goto done; }
+        PyTuple_SET_ITEM(item, 4, body);  /* the tuple owns body from here */
+        PyObject *fields[5] = {PyLong_FromLong(type), PyLong_FromUnsignedLong(ts),
+                               PyLong_FromLong(flags), PyLong_FromUnsignedLong(end_pos),
+                               PyLong_FromUnsignedLong(server_id)};
+        static const int slots[5] = {0, 1, 2, 3, 5};
+        int failed = 0;
+        for (int i = 0; i < 5; i++) {
+            if (!fields[i]) failed = 1;
+            else PyTuple_SET_ITEM(item, slots[i], fields[i]);
+        }
+        if (failed || PyList_Append(events, item) < 0) { Py_DECREF(item); goto done; }
         Py_DECREF(item);
         pos += 4 + plen;
         if (type == 15) break;  /* it may change the checksum of the events after it */
