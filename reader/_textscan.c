@@ -9,6 +9,12 @@
  * Arrow binary column per field: validity bitmap, int32 offsets, data. Typing the
  * values is Arrow's job (casts in reader/text_columns.py): the C stays thin.
  *
+ * A fetch's buffers are handed to Python as they were filled, each owned by a
+ * Buffer object (the buffer protocol, freed with it), so a value's bytes are copied
+ * once, from libmariadb's row into the column. A column's data buffer starts at the
+ * size its previous fetch needed, so a steady scan seldom grows one; a column gets a
+ * validity bitmap only once it holds a NULL.
+ *
  * Safety: every length comes from libmariadb's row lengths; every append is checked
  * against the int32 offset range; the borrowed connection is kept alive by a
  * reference and checked open before each use, so a closed connection is an
@@ -32,10 +38,9 @@ typedef struct {
 } Growable;
 
 typedef struct {
-    uint8_t *validity; /* one bit per row, LSB first, as Arrow */
+    uint8_t *validity; /* one bit per row, LSB first, as Arrow; NULL until a NULL value */
     int32_t *offsets;  /* rows + 1 */
     Growable data;
-    int has_null;
 } Column;
 
 typedef struct {
@@ -44,7 +49,53 @@ typedef struct {
     MYSQL *mysql;
     MYSQL_RES *result;
     unsigned int field_count;
+    size_t *sizes; /* per field: the data bytes its previous fetch held (a capacity hint) */
 } TextScan;
+
+/* Memory malloc'd by a fetch, exposed read-only through the buffer protocol and freed
+ * with the object: Arrow wraps it (pa.py_buffer) without a copy. */
+typedef struct {
+    PyObject_HEAD
+    char *bytes;
+    Py_ssize_t length;
+} Buffer;
+
+static void Buffer_dealloc(Buffer *self) {
+    free(self->bytes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Buffer_getbuffer(Buffer *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->bytes ? self->bytes : "",
+                             self->length, 1, flags);
+}
+
+static Py_ssize_t Buffer_length(Buffer *self) { return self->length; }
+
+static PyBufferProcs Buffer_as_buffer = {(getbufferproc)Buffer_getbuffer, NULL};
+static PySequenceMethods Buffer_as_sequence = {.sq_length = (lenfunc)Buffer_length};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "reader._textscan.Buffer",
+    .tp_basicsize = sizeof(Buffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One buffer of a fetched column (validity, offsets or data), read-only.",
+    .tp_dealloc = (destructor)Buffer_dealloc,
+    .tp_as_buffer = &Buffer_as_buffer,
+    .tp_as_sequence = &Buffer_as_sequence,
+};
+
+/* A Buffer taking ownership of ``*bytes`` (set to NULL), or NULL with an exception set
+ * (``*bytes`` is then still the caller's to free). */
+static PyObject *buffer_of(char **bytes, Py_ssize_t length) {
+    Buffer *buffer = PyObject_New(Buffer, &BufferType);
+    if (!buffer) return NULL;
+    buffer->bytes = *bytes;
+    buffer->length = length;
+    *bytes = NULL;
+    return (PyObject *)buffer;
+}
 
 static int grow(Growable *g, size_t needed) {
     if (needed <= g->capacity) return 0;
@@ -112,6 +163,7 @@ static int TextScan_init(TextScan *self, PyObject *args, PyObject *kwargs) {
 
 static void TextScan_dealloc(TextScan *self) {
     release_result(self, 0);
+    free(self->sizes);
     Py_XDECREF(self->owner);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -133,8 +185,17 @@ static PyObject *TextScan_execute(TextScan *self, PyObject *args) {
         if (mysql_errno(self->mysql)) return server_error(self);
         return scan_error(CR_UNKNOWN_ERROR, "the statement returned no result set");
     }
-    self->field_count = mysql_num_fields(self->result);
-    return PyLong_FromUnsignedLong(self->field_count);
+    unsigned int count = mysql_num_fields(self->result);
+    if (count != self->field_count || !self->sizes) { /* another shape: no hints yet */
+        free(self->sizes);
+        self->sizes = calloc(count ? count : 1, sizeof(size_t));
+        if (!self->sizes) {
+            release_result(self, 0);
+            return PyErr_NoMemory();
+        }
+    }
+    self->field_count = count;
+    return PyLong_FromUnsignedLong(count);
 }
 
 static void free_columns(Column *columns, unsigned int count) {
@@ -147,18 +208,29 @@ static void free_columns(Column *columns, unsigned int count) {
     free(columns);
 }
 
-/* The fetched columns as a list of (validity or None, offsets, data) bytes triples. */
+/* The fetched columns as a list of (validity or None, offsets, data) Buffer triples;
+ * each buffer's memory moves from ``columns`` into its Buffer. */
 static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t rows) {
     PyObject *list = PyList_New(count);
     if (!list) return NULL;
     for (unsigned int i = 0; i < count; i++) {
         Column *c = &columns[i];
-        PyObject *validity = c->has_null
-            ? PyBytes_FromStringAndSize((const char *)c->validity, (rows + 7) / 8)
+        if (!c->data.bytes) { /* no value had a byte: Arrow still wants a buffer */
+            c->data.bytes = malloc(1);
+            if (!c->data.bytes) {
+                Py_DECREF(list);
+                return PyErr_NoMemory();
+            }
+        } else if (c->data.capacity - c->data.length > c->data.length / 4 + 4096) {
+            char *fitted = realloc(c->data.bytes, c->data.length ? c->data.length : 1);
+            if (fitted) c->data.bytes = fitted; /* (else the larger block is kept) */
+        }
+        PyObject *validity = c->validity
+            ? buffer_of((char **)&c->validity, (rows + 7) / 8)
             : (Py_INCREF(Py_None), Py_None);
         PyObject *offsets =
-            PyBytes_FromStringAndSize((const char *)c->offsets, (rows + 1) * sizeof(int32_t));
-        PyObject *data = PyBytes_FromStringAndSize(c->data.bytes, (Py_ssize_t)c->data.length);
+            buffer_of((char **)&c->offsets, (Py_ssize_t)((rows + 1) * sizeof(int32_t)));
+        PyObject *data = buffer_of(&c->data.bytes, (Py_ssize_t)c->data.length);
         PyObject *triple = (validity && offsets && data) ? PyTuple_Pack(3, validity, offsets, data)
                                                          : NULL;
         Py_XDECREF(validity);
@@ -174,6 +246,37 @@ static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t 
 }
 
 enum { FETCH_OK, FETCH_NO_MEMORY, FETCH_TOO_LARGE };
+
+/* Copies 1..16 bytes with fixed-size moves (inlined: no call per short value), reading
+ * and writing only ``[0, length)``: two overlapping halves of 8, 4 or 1 byte(s). */
+static inline void copy_short(char *to, const char *from, size_t length) {
+    if (length >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, from, 8);
+        memcpy(&tail, from + length - 8, 8);
+        memcpy(to, &head, 8);
+        memcpy(to + length - 8, &tail, 8);
+    } else if (length >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, from, 4);
+        memcpy(&tail, from + length - 4, 4);
+        memcpy(to, &head, 4);
+        memcpy(to + length - 4, &tail, 4);
+    } else {
+        to[0] = from[0];
+        to[length / 2] = from[length / 2];
+        to[length - 1] = from[length - 1];
+    }
+}
+
+/* A column's first NULL, at ``row``: its bitmap, every earlier row valid. */
+static int start_validity(Column *c, Py_ssize_t max_rows, Py_ssize_t row) {
+    c->validity = calloc((size_t)(max_rows + 7) / 8, 1);
+    if (!c->validity) return -1;
+    memset(c->validity, 0xff, (size_t)(row / 8));
+    for (Py_ssize_t r = row - row % 8; r < row; r++) c->validity[r / 8] |= (uint8_t)(1u << (r % 8));
+    return 0;
+}
 
 /* Reads up to max_rows rows, stopping after the row that brings the data to max_bytes.
  * Runs without the GIL: touches only libmariadb and malloc'd buffers. */
@@ -194,17 +297,24 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
             Column *c = &columns[i];
             size_t start = c->data.length;
             if (row[i]) {
-                c->validity[rows / 8] |= (uint8_t)(1u << (rows % 8));
+                if (c->validity) c->validity[rows / 8] |= (uint8_t)(1u << (rows % 8));
                 size_t length = lengths[i];
                 if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
                 if (length) { /* an empty value: the column may have no buffer yet (NULL) */
-                    if (grow(&c->data, start + length) < 0) return FETCH_NO_MEMORY;
-                    memcpy(c->data.bytes + start, row[i], length);
-                    c->data.length = start + length;
+                    size_t end = start + length;
+                    if (end > c->data.capacity && grow(&c->data, end) < 0) return FETCH_NO_MEMORY;
+                    char *to = c->data.bytes + start;
+                    const char *from = row[i];
+                    if (length <= 16) {
+                        copy_short(to, from, length);
+                    } else {
+                        memcpy(to, from, length);
+                    }
+                    c->data.length = end;
                     bytes += length;
                 }
-            } else {
-                c->has_null = 1;
+            } else if (!c->validity && start_validity(c, max_rows, rows) < 0) {
+                return FETCH_NO_MEMORY;
             }
             c->offsets[rows + 1] = (int32_t)c->data.length;
         }
@@ -221,18 +331,29 @@ static PyObject *TextScan_fetch(TextScan *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "max_rows and max_bytes must be positive");
         return NULL;
     }
+    if (max_rows > PY_SSIZE_T_MAX / 8 - 8) {
+        PyErr_SetString(PyExc_ValueError, "max_rows is too large");
+        return NULL;
+    }
     if (!self->result) return Py_BuildValue("(n[])", (Py_ssize_t)0);
     if (!connection_open(self)) return NULL;
     unsigned int count = self->field_count;
     Column *columns = calloc(count ? count : 1, sizeof(Column));
     if (!columns) return PyErr_NoMemory();
     for (unsigned int i = 0; i < count; i++) {
-        columns[i].validity = calloc((size_t)(max_rows + 7) / 8, 1);
-        columns[i].offsets = calloc((size_t)max_rows + 1, sizeof(int32_t));
-        if (!columns[i].validity || !columns[i].offsets) {
+        columns[i].offsets = malloc(((size_t)max_rows + 1) * sizeof(int32_t));
+        size_t hint = self->sizes[i];
+        hint += hint / 8;
+        if (hint > (size_t)max_bytes + 4096) hint = (size_t)max_bytes + 4096;
+        if (hint) {
+            columns[i].data.bytes = malloc(hint);
+            columns[i].data.capacity = columns[i].data.bytes ? hint : 0;
+        }
+        if (!columns[i].offsets || (hint && !columns[i].data.bytes)) {
             free_columns(columns, count);
             return PyErr_NoMemory();
         }
+        columns[i].offsets[0] = 0;
     }
     Py_ssize_t rows = 0;
     int ended = 0, status;
@@ -253,11 +374,17 @@ static PyObject *TextScan_fetch(TextScan *self, PyObject *args) {
             return server_error(self);
         }
     }
+    for (unsigned int i = 0; i < count; i++) {
+        if (!ended) self->sizes[i] = columns[i].data.length; /* the next fetch's likely size */
+        if (rows < max_rows / 2) { /* a short last fetch holds no unused offsets */
+            int32_t *fitted = realloc(columns[i].offsets, ((size_t)rows + 1) * sizeof(int32_t));
+            if (fitted) columns[i].offsets = fitted;
+        }
+    }
     PyObject *buffers = column_buffers(columns, count, rows);
     free_columns(columns, count);
     if (!buffers) return NULL;
-    PyObject *answer = Py_BuildValue("(nN)", rows, buffers);
-    return answer;
+    return Py_BuildValue("(nN)", rows, buffers);
 }
 
 static PyObject *TextScan_field_names(TextScan *self, PyObject *noargs) {
@@ -285,7 +412,8 @@ static PyMethodDef TextScan_methods[] = {
     {"execute", (PyCFunction)TextScan_execute, METH_VARARGS,
      "execute(query: bytes) -> field count. Starts streaming the query's result."},
     {"fetch", (PyCFunction)TextScan_fetch, METH_VARARGS,
-     "fetch(max_rows, max_bytes) -> (rows, [(validity|None, offsets, data), ...]).\n"
+     "fetch(max_rows, max_bytes) -> (rows, [(validity|None, offsets, data), ...]),\n"
+     "each buffer a read-only Buffer (the buffer protocol).\n"
      "Zero rows: the result is complete (and released)."},
     {"field_names", (PyCFunction)TextScan_field_names, METH_NOARGS,
      "The open result's column names."},
@@ -323,7 +451,7 @@ static struct PyModuleDef textscan_module = {
 };
 
 PyMODINIT_FUNC PyInit__textscan(void) {
-    if (PyType_Ready(&TextScanType) < 0) return NULL;
+    if (PyType_Ready(&TextScanType) < 0 || PyType_Ready(&BufferType) < 0) return NULL;
     PyObject *module = PyModule_Create(&textscan_module);
     if (!module) return NULL;
     ScanError = PyErr_NewException("reader._textscan.ScanError", PyExc_RuntimeError, NULL);
