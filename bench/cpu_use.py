@@ -13,6 +13,14 @@ Python processes, so they are counted as Python, not JVM. Before and after a run
 meter waits (at most ``SETTLE_SECONDS``) until every child of the JVM is one of Spark's
 long-lived worker daemons: the streaming source's runner, a process of its own per query,
 is then gone and counted, not half in one run and half in the next.
+
+A worker daemon (``pyspark.daemon``) ignores SIGCHLD, so the kernel reaps its workers
+itself and their CPU never reaches the daemon's ``cutime``: a worker that exits during a
+run (Spark stops workers idle for a minute, and any that fails) would take the CPU it
+spent with it, and the reading before the run, which counted it, would then take its
+earlier CPU off the run's. The meter therefore reads the daemons' children every
+``WORKER_SAMPLE_SECONDS`` while the run lasts, and counts a worker gone by the end by
+its last reading (:func:`vanished_seconds`): at most one interval of its CPU is lost.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from pathlib import Path
 
 PROC = Path("/proc")
 SETTLE_SECONDS = 10.0
+WORKER_SAMPLE_SECONDS = 0.1
+WORKER_SCAN_SECONDS = 0.5  # a walk of every process, to find new workers
 
 
 @dataclass(frozen=True)
@@ -122,21 +132,65 @@ def settled_processes(jvm: int) -> dict[int, ProcessCpu]:
         time.sleep(0.05)
 
 
+def daemon_children(processes: dict[int, ProcessCpu], jvm: int) -> set[int]:
+    """The children of the JVM's children: the workers its worker daemons forked (and
+    nothing the JVM reaps itself)."""
+    daemons = {p.pid for p in processes.values() if p.parent == jvm}
+    return {p.pid for p in processes.values() if p.parent in daemons}
+
+
+def vanished_seconds(last_seen: dict[int, float], after: dict[int, ProcessCpu]) -> float:
+    """The CPU seconds, by their last reading (``last_seen``: own and reaped children's),
+    of daemon workers gone by a run's end: the reading before the run counted them, the
+    one after it cannot, so the whole of each is added back."""
+    return sum(seconds for pid, seconds in last_seen.items() if pid not in after)
+
+
 class CpuMeter:
     """``with CpuMeter(server_pid, jvm_pid) as meter: ...``; then ``meter.seconds``."""
 
     def __init__(self, server: int, jvm: int) -> None:
+        import threading
+
         self.server, self.jvm = server, jvm
         self.seconds: dict[str, float] = {}
         self._before: dict[str, float] = {}
+        self._last_seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample_workers, daemon=True)
 
     def __enter__(self) -> CpuMeter:
-        self._before = split_by_group(settled_processes(self.jvm), self.server, self.jvm)
+        processes = settled_processes(self.jvm)
+        self._before = split_by_group(processes, self.server, self.jvm)
+        for pid in daemon_children(processes, self.jvm):  # a worker gone before its first sample
+            self._last_seen[pid] = processes[pid].own + processes[pid].children
+        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        after = split_by_group(settled_processes(self.jvm), self.server, self.jvm)
+        self._stop.set()
+        self._thread.join()
+        processes = settled_processes(self.jvm)
+        after = split_by_group(processes, self.server, self.jvm)
+        after["spark python"] += vanished_seconds(self._last_seen, processes)
         self.seconds = {k: round(after[k] - self._before[k], 2) for k in after}
+
+    def _sample_workers(self) -> None:
+        ticks = float(os.sysconf("SC_CLK_TCK"))
+        workers: set[int] = set()
+        next_scan = 0.0
+        while not self._stop.is_set():
+            if time.monotonic() >= next_scan:
+                workers |= daemon_children(read_processes(), self.jvm)
+                next_scan = time.monotonic() + WORKER_SCAN_SECONDS
+            for pid in sorted(workers):
+                try:
+                    process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
+                except (OSError, ValueError, IndexError):  # gone: its last reading stays
+                    workers.discard(pid)
+                    continue
+                self._last_seen[pid] = process.own + process.children
+            self._stop.wait(WORKER_SAMPLE_SECONDS)
 
 
 def jvm_pid(spark) -> int:

@@ -12,9 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from cpu_use import (  # noqa: E402
     DriverCpuSampler,
     ProcessCpu,
+    daemon_children,
     descendants,
     parse_stat,
     split_by_group,
+    vanished_seconds,
 )
 
 
@@ -78,3 +80,38 @@ def test_the_driver_sampler_ignores_a_process_of_another_name():
     with DriverCpuSampler(os.getpid(), interval=0.01, scan_every=0.01) as sampler:
         subprocess.run([sys.executable, "-c", burn], check=True)
     assert sampler.seconds == 0.0
+
+
+def test_the_workers_are_the_children_of_the_jvms_daemons_not_the_processes_it_reaps():
+    processes = {
+        9: ProcessCpu(9, 1, "java", 0.0, 0.0),
+        12: ProcessCpu(12, 9, "python3", 0.0, 0.0),  # a worker daemon
+        13: ProcessCpu(13, 12, "python3", 0.0, 0.0),  # its worker
+        14: ProcessCpu(14, 9, "python3", 0.0, 0.0),  # a streaming runner: the JVM reaps it
+        20: ProcessCpu(20, 1, "python3", 0.0, 0.0),
+        21: ProcessCpu(21, 20, "python3", 0.0, 0.0),
+    }
+    assert daemon_children(processes, 9) == {13}
+
+
+def test_a_worker_gone_during_a_run_counts_by_its_last_reading_and_one_still_there_not():
+    before = {
+        9: ProcessCpu(9, 1, "java", 5.0, 0.0),
+        12: ProcessCpu(12, 9, "python3", 1.0, 0.0),
+        13: ProcessCpu(13, 12, "python3", 4.0, 0.0),  # exits during the run
+        15: ProcessCpu(15, 12, "python3", 2.0, 0.0),  # still there after it
+    }
+    after = {
+        9: ProcessCpu(9, 1, "java", 6.0, 0.0),
+        12: ProcessCpu(12, 9, "python3", 1.0, 0.0),
+        15: ProcessCpu(15, 12, "python3", 3.0, 0.0),
+    }
+    last_seen = {13: 4.75, 15: 2.5}  # the kernel reaped 13: no parent's cutime has it
+    groups_before = split_by_group(before, server=5, jvm=9)
+    groups_after = split_by_group(after, server=5, jvm=9)
+    python = (
+        groups_after["spark python"]
+        + vanished_seconds(last_seen, after)
+        - groups_before["spark python"]
+    )
+    assert python == 0.75 + 1.0  # 13's 0.75 in the run, 15's 1.0
