@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +147,30 @@ def vanished_seconds(last_seen: dict[int, float], after: dict[int, ProcessCpu]) 
     return sum(seconds for pid, seconds in last_seen.items() if pid not in after)
 
 
+def sample_until(
+    stop, find: Callable[[], set[int]], last: dict[int, float], interval: float, scan_every: float
+) -> None:
+    """Until ``stop`` is set: every ``interval`` seconds, the CPU (own and reaped
+    children's) of each process ``find`` named, into ``last``, whose readings of a process
+    that is gone stay; ``find`` is called every ``scan_every`` seconds (a walk of every
+    process, kept off each reading)."""
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    known: set[int] = set()
+    next_scan = 0.0
+    while not stop.is_set():
+        if time.monotonic() >= next_scan:
+            known |= find()
+            next_scan = time.monotonic() + scan_every
+        for pid in sorted(known):
+            try:
+                process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
+            except (OSError, ValueError, IndexError):  # gone: its last reading stays
+                known.discard(pid)
+                continue
+            last[pid] = process.own + process.children
+        stop.wait(interval)
+
+
 class CpuMeter:
     """``with CpuMeter(server_pid, jvm_pid) as meter: ...``; then ``meter.seconds``."""
 
@@ -176,21 +201,13 @@ class CpuMeter:
         self.seconds = {k: round(after[k] - self._before[k], 2) for k in after}
 
     def _sample_workers(self) -> None:
-        ticks = float(os.sysconf("SC_CLK_TCK"))
-        workers: set[int] = set()
-        next_scan = 0.0
-        while not self._stop.is_set():
-            if time.monotonic() >= next_scan:
-                workers |= daemon_children(read_processes(), self.jvm)
-                next_scan = time.monotonic() + WORKER_SCAN_SECONDS
-            for pid in sorted(workers):
-                try:
-                    process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
-                except (OSError, ValueError, IndexError):  # gone: its last reading stays
-                    workers.discard(pid)
-                    continue
-                self._last_seen[pid] = process.own + process.children
-            self._stop.wait(WORKER_SAMPLE_SECONDS)
+        sample_until(
+            self._stop,
+            lambda: daemon_children(read_processes(), self.jvm),
+            self._last_seen,
+            WORKER_SAMPLE_SECONDS,
+            WORKER_SCAN_SECONDS,
+        )
 
 
 def jvm_pid(spark) -> int:
@@ -260,18 +277,10 @@ class DriverCpuSampler:
         return found
 
     def _sample(self) -> None:
-        ticks = float(os.sysconf("SC_CLK_TCK"))
-        known: set[int] = set()
-        next_scan = 0.0
-        while not self._stop.is_set():
-            if time.monotonic() >= next_scan:
-                known |= set(self._runners()) - self._before  # not a query started before
-                next_scan = time.monotonic() + self.scan_every
-            for pid in sorted(known):
-                try:
-                    process = parse_stat((PROC / str(pid) / "stat").read_text(), ticks)
-                except (OSError, ValueError, IndexError):  # gone: its last reading stays
-                    known.discard(pid)
-                    continue
-                self._last[pid] = process.own + process.children
-            self._stop.wait(self.interval)
+        sample_until(
+            self._stop,
+            lambda: set(self._runners()) - self._before,  # not a query started before
+            self._last,
+            self.interval,
+            self.scan_every,
+        )
