@@ -89,6 +89,33 @@ def test_misuse_and_server_errors_are_exceptions(server, table):
         TextScan(object())
 
 
+def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(server, table):
+    from reader._textscan import TextScan
+
+    conn = _connect(server)
+    scan = TextScan(conn)
+    scan.execute(f"SELECT id, s, n FROM {table} ORDER BY id LIMIT 20".encode())
+    rows, [ids, strings, numbers] = scan.fetch(20, 1 << 20)
+    assert scan.fetch(20, 1 << 20)[0] == 0  # the result's end: it is released
+    del scan
+    conn.close()
+    validity, offsets, data = strings
+    assert validity is None  # no NULL among them: no bitmap
+    view = memoryview(data)
+    assert view.readonly and len(view) == len(data)
+    with pytest.raises(TypeError):
+        view[0] = 0
+    ends = memoryview(offsets).cast("i")
+    assert [bytes(data)[ends[i] : ends[i + 1]] for i in range(rows)] == [
+        b"x" * (i % 150) for i in range(20)
+    ]
+    bits = bytes(numbers[0])  # n is NULL except where i % 7 == 0
+    assert [bool(bits[i // 8] >> (i % 8) & 1) for i in range(rows)] == [
+        i % 7 == 0 for i in range(20)
+    ]
+    assert bytes(ids[2])[:2] == b"01"
+
+
 def test_a_connection_killed_mid_result_is_a_transient_error(server, table):
     from cdc_source.retry import is_transient
 
