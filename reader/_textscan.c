@@ -302,7 +302,7 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
                 if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
                 if (length) { /* an empty value: the column may have no buffer yet (NULL) */
                     size_t end = start + length;
-                    if (end > c->data.capacity && grow(&c->data, end) < 0) return FETCH_NO_MEMORY;
+                    if (grow(&c->data, end) < 0) return FETCH_NO_MEMORY;
                     char *to = c->data.bytes + start;
                     const char *from = row[i];
                     if (length <= 16) {
