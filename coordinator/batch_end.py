@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import unwrap_payload
+from cdc_source.binlog.plain_events import new_plain_events
 from cdc_source.binlog.row_count import RowCounter
 from cdc_source.binlog.rows_event import RowsEventHeaders
 from cdc_source.binlog.table_map import TableMap, TableMaps, table_id_of
@@ -75,7 +76,6 @@ class RowCount:
     every row event it reads follows its own table map."""
 
     def __init__(self, tables: set[str], counter: RowCounter | None = None) -> None:
-        self.tables = tables
         self.maps = TableMaps()
         self.counter = counter or RowCounter()
         self.headers = RowsEventHeaders()
@@ -83,6 +83,42 @@ class RowCount:
         # event of that type whose body starts with them, while that map is still the
         # one of its table id, has that header (RowsEventHeaders' rule, one lookup)
         self._last: dict[int, tuple[bytes, TableMap, object]] = {}
+        # the same maps and headers, registered for the C splitter's plain events
+        self.plain = new_plain_events("native") if self.counter.native is not None else None
+        self.tables = tables
+
+    @property
+    def tables(self) -> set[str]:
+        return self._tables
+
+    @tables.setter
+    def tables(self, names: set[str]) -> None:
+        self._tables = names
+        self._unregister()  # registered as captured or not under the tables before
+
+    def forget(self) -> None:
+        """Another server's binlog: its table ids name other tables."""
+        self.maps = TableMaps()
+        self._unregister()
+
+    def _unregister(self) -> None:
+        """The headers counted and the plain events' registry start again (together: a
+        header is registered for the plain events when it is counted in Python)."""
+        self._last.clear()
+        if self.plain is not None:
+            self.plain.clear()
+
+    def mapped(self, body: bytes, fmt) -> None:
+        """A TABLE_MAP event's ``body``: its table id now names that map."""
+        maps = self.maps
+        if len(maps.by_id) > 10_000:  # a long-lived follower sees ever new table ids
+            maps.by_id.clear()
+            self._unregister()
+        table_map = maps.add(body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
+        if self.plain is not None:
+            captured = table_map.name in self._tables
+            packed, json_bitmap = self.counter.packed(table_map) if captured else (b"", -1)
+            self.plain.table(table_map.table_id, body, captured, packed, json_bitmap)
 
     def rows(self, event, fmt) -> int:
         t = event.type
@@ -100,20 +136,25 @@ class RowCount:
                 kind, _, _, partial = c.ROW_EVENTS[t]
                 return self.counter.count_data(body, len(header), kind, partial, table_map)
         if t == c.TABLE_MAP:
-            maps = self.maps
-            if len(maps.by_id) > 10_000:  # a long-lived follower sees ever new table ids
-                maps.by_id.clear()
-            maps.add(event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
+            self.mapped(event.body, fmt)
             return 0
         if t in c.ROW_EVENTS:
             table_id = table_id_of(event.body, fmt.post_header_len(t, 8))
             table_map = self.maps.by_id.get(table_id)
-            if table_map is None or table_map.name not in self.tables:
+            if table_map is None:
                 return 0
+            kind, _, compressed, partial = c.ROW_EVENTS[t]
+            captured = table_map.name in self.tables
+            if not captured and (self.plain is None or compressed):
+                return 0  # (an uncaptured table's header is parsed only to be registered)
             rows_event = self.headers.parse(event, fmt, len(table_map.columns))
             if rows_event.data is event.body:  # (not a MariaDB compressed event)
-                self._last[t] = (event.body[: rows_event.start], table_map, fmt)
-            return self.counter.count(rows_event, table_map)
+                header = event.body[: rows_event.start]
+                self._last[t] = (header, table_map, fmt)
+                if self.plain is not None:
+                    images = 2 if kind == c.UPDATE else 1
+                    self.plain.rows_header(t, header, table_id, images, partial)
+            return self.counter.count(rows_event, table_map) if captured else 0
         if t == c.TRANSACTION_PAYLOAD:
             return sum(self.rows(inner, fmt) for inner in unwrap_payload(event))
         return 0
@@ -126,6 +167,7 @@ class RowLimit(Listener):
     start and those at the last boundary taken."""
 
     kinds = _COUNTED
+    plain_kinds = frozenset({c.TABLE_MAP, *c.ROW_EVENTS})
 
     def __init__(self, limit: StreamLimit, count: RowCount) -> None:
         self.limit = limit
@@ -135,15 +177,13 @@ class RowLimit(Listener):
         self.taken_size = 0
 
     def see(self, event, reader, where: Where) -> None:
-        count = self.count
-        if event.type == c.TABLE_MAP:  # (inlined: one call less per event of the range)
-            fmt = reader.format
-            maps = count.maps
-            if len(maps.by_id) > 10_000:
-                maps.by_id.clear()
-            maps.add(event.body, fmt.post_header_len(c.TABLE_MAP, 8), fmt.mariadb)
-            return
-        self.rows += count.rows(event, reader.format)
+        self.rows += self.count.rows(event, reader.format)
+
+    def plain_events(self):
+        return self.count.plain
+
+    def take_plain(self, run, where: Where) -> None:
+        self.rows += run.rows
 
     def full(self, where: Where, size: int) -> bool:
         return not self.limit.within(self.rows, size)

@@ -330,6 +330,7 @@ class Follower:
             reader, runs, close = self._source.open_runs(
                 origin[0], origin[1], blocking=True, connected=connected
             )
+            run.walk.attach(reader, origin, run.ceiling)
             try:
                 for events in runs:
                     if not self._feed(run, reader, iter(events)):

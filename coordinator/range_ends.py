@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from cdc_source.binlog.row_count import RowCounter
-from cdc_source.binlog.table_map import TableMaps
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.gtid import parse_state
 from cdc_source.mysql_client import connect
@@ -242,7 +241,7 @@ class RangeEnds:
         """A fail-over is followed: what was read from the old server's binlog is
         forgotten, so that every pass starts again on the new one."""
         self.ddl.forget()  # the same coordinates name other events there
-        self.batch_ends.count.maps = TableMaps()  # and the same table ids other tables
+        self.batch_ends.count.forget()  # and the same table ids other tables
         self.stop_following()  # it follows the old server's binlog
         self._gtids = None
 

@@ -48,6 +48,18 @@ A pass makes no other call, and calls nothing after ``finish``. Listeners never 
 row value, and what they hold is a summary (a GTID state, statements, counts, open XA
 transactions), never events, except the few events of the one transaction read past
 the last boundary.
+
+Plain events
+------------
+
+A listener may take some of its ``kinds`` as plain runs (``plain_kinds``; the row count
+only): where it is the only listener of such an event's type, the event is folded by the
+C splitter into a :class:`~cdc_source.binlog.plain_events.PlainRun`, with its rows counted
+against the registry the listener keeps (``plain_events()``), and the listener gets
+``take_plain(run, where)`` in place of ``see`` for the events the run stands for. An event
+no listener wants is folded too. Every other call is as above: a run is never a
+transaction start, so the boundaries, sizes and ends are those of the events themselves
+(:mod:`cdc_source.binlog.plain_events`).
 """
 
 from __future__ import annotations
@@ -56,6 +68,7 @@ from collections.abc import Callable, Iterable
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.events import parse_query
+from cdc_source.binlog.plain_events import PLAIN_RUN, PlainEvents, new_plain_events, plain_modes
 from cdc_source.binlog.transport import DumpSource
 from cdc_source.offsets import BinlogPosition
 from cdc_source.offsets import file_number as _file_number
@@ -71,8 +84,16 @@ class Listener:
 
     kinds: frozenset[int] | None = None  # the event types ``see`` is called for
     early = False  # also sees the events from the pass's origin up to its start
+    plain_kinds: frozenset[int] = frozenset()  # of ``kinds``: those it takes as plain runs
 
     def see(self, event, reader, where: Where) -> None:
+        pass
+
+    def plain_events(self) -> PlainEvents | None:
+        """The registry of the plain events of ``plain_kinds`` (None: none is plain)."""
+        return None
+
+    def take_plain(self, run, where: Where) -> None:
         pass
 
     def full(self, where: Where, size: int) -> bool:
@@ -129,6 +150,35 @@ class Walk:
         self._boundary = [
             lst.boundary for lst in self.listeners if type(lst).boundary is not Listener.boundary
         ]
+        self._plain_takers = [lst.take_plain for lst in self.listeners if lst.plain_kinds]
+        self.plain, self._modes = self._plain_events()
+        self._attached = False  # a reader folds this walk's plain events once past the start
+        self._until: Where | None = None
+
+    def _plain_events(self) -> tuple[PlainEvents | None, bytes]:
+        """The registry of this walk's plain events and the modes of its event types:
+        the one plain-taking listener's registry, or a new one for the events no listener
+        wants."""
+        takers = [lst for lst in self.listeners if lst.plain_kinds]
+        registry = takers[0].plain_events() if len(takers) == 1 else None
+        if registry is None:
+            registry = new_plain_events()
+        if registry is None:
+            return None, b""
+        wanted = [(lst.kinds, lst.plain_kinds) for lst in self.listeners]
+        counts = len(takers) == 1 and takers[0].plain_events() is registry
+        return registry, plain_modes(wanted, counts)
+
+    def attach(self, reader, origin: tuple[str, int], until: Where | None) -> None:
+        """``reader`` reads this walk's events from ``origin`` (the start, or before it
+        for an early listener), and nothing past ``until``: it folds the plain ones from
+        the walk's start on."""
+        if origin == (self.start_file, self.start_pos):
+            self._early_left = False  # no event before the start will come
+        self._attached, self._until = True, until
+        if self.plain is not None and not self._early_left:
+            self.plain.use(self._modes, until)
+            reader.plain = self.plain
 
     def where(self, event) -> Where:
         if event.file != self._file:  # a per-event cost: every event of the range is read
@@ -147,7 +197,17 @@ class Walk:
                         listener.see(event, reader, where)
                 return None
             self._early_left = False
+            if self._attached:
+                self.attach(reader, (self.start_file, self.start_pos), self._until)
         previous = self.previous
+        if kind == PLAIN_RUN:
+            for take in self._plain_takers:
+                take(event, where)
+            file = event.file
+            self.size += event.end_pos - (previous[1] if previous[0] == file else 0)
+            self.previous = (file, event.end_pos)
+            self.reached = where
+            return None
         if kind in TRANSACTION_STARTS:
             if self.transactions and previous[0] == event.file:
                 here = (previous[0], previous[1], (self._number, previous[1]))
@@ -231,6 +291,7 @@ class RangePass:
         end_coordinates = until.coordinates
         first = origin if origin is not None and origin != start else start
         reader, runs, close = self._source.open_runs(first[0], first[1], end_coordinates)
+        walk.attach(reader, first, end_coordinates)
         try:
             ended, crossed = _walked(walk, reader, runs, end_coordinates)
         finally:

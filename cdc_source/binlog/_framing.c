@@ -5,7 +5,9 @@
  *   CRC32s checked (events.EventReader.events_from_stream; its Python path frames the
  *   packets in Python and parses each event with events.split_header);
  * - count_rows: the rows of a rows event, found by walking the images' lengths without
- *   decoding a value (cdc_source.binlog.row_count.count_rows).
+ *   decoding a value (cdc_source.binlog.row_count.count_rows);
+ * - PlainEvents: the driver's plain events, which split_events folds into runs instead of
+ *   handing each to Python (cdc_source.binlog.plain_events; its twin is the event path).
  *
  * Every read is bounds-checked against the end of the buffer or the event's row data.
  * Bad bytes raise FramingError (a ValueError) naming where; nothing reads or writes
@@ -55,7 +57,12 @@ static int lenenc(const uint8_t *p, size_t *pos, size_t stop, uint64_t *out) {
  *   consumed  bytes of buffer[start:] used
  *   status    0: needs more bytes; 1: the EOF packet was read; 2: the next packet is an
  *             error packet or a payload split over several packets (>= 16 MiB), which
- *             Python handles.
+ *             Python handles; 3 (with plain): stopped after an event Python registers,
+ *             more may be buffered.
+ * With plain (a PlainEvents), the plain events among those Python would keep (past
+ * ``after``, where the last kept event ended) and ending at or before ``stop`` are folded:
+ * each run of them is one item (PLAIN_RUN, 0, 0, end of its last event, None, its rows)
+ * in its place. Nothing is folded after a ROTATE.
  * A malformed event raises ValueError naming its end position.
  */
 /* CRC32 (the binlog's checksum, zlib's polynomial) eight bytes at a time: table k holds
@@ -93,12 +100,339 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
     return c ^ 0xFFFFFFFFu;
 }
 
+/* ---- the driver's plain events -------------------------------------------------------
+ *
+ * A PlainEvents tells split_events which events the driver's listeners need not see one
+ * by one (cdc_source.binlog.plain_events says when that holds). Each event type has a
+ * mode:
+ *   0  never plain;
+ *   1  always plain (no listener wants the type);
+ *   2  a TABLE_MAP, plain when its body is the one registered for its table id;
+ *   3  a rows event, plain when its body starts with the header registered for its type,
+ *      table id and flags, and the table entry that header was registered with is still
+ *      the one of the table id; its rows are counted where that entry says the table is
+ *      captured.
+ * A table entry is (body, captured, sizes, json_bitmap): the TABLE_MAP's body, whether the
+ * table's rows count, count_rows' sizes and the JSON bitmap's bytes of a partial update.
+ * A rows header is (header, table key, table entry, images, partial), keyed by the event
+ * type byte followed by the body's table id and flags. What is registered is bounded by
+ * its owner (the driver's row count forgets it all with its table maps).
+ */
+static Py_ssize_t count_images(const uint8_t *p, size_t pos, size_t stop, int images,
+                               const uint8_t *sz, size_t columns, Py_ssize_t json_bitmap);
+
+typedef struct {
+    PyObject_HEAD
+    uint8_t modes[256];
+    int id_width;       /* bytes of a table id at the start of a body: 6, or 4 */
+    PyObject *tables;   /* dict: table id -> table entry */
+    PyObject *headers;  /* dict: type, table id and flags (bytes) -> rows header */
+} PlainEvents;
+
+static int not_ready(PlainEvents *self) {
+    if (self->tables && self->headers) return 0;
+    PyErr_SetString(PyExc_ValueError, "PlainEvents not initialized");
+    return 1;
+}
+
+/* The headers' key of a rows event of ``type`` whose body starts with ``body``. */
+static PyObject *header_key(PlainEvents *self, int type, const uint8_t *body) {
+    uint8_t key[9];
+    size_t n = (size_t)self->id_width + 2;
+    key[0] = (uint8_t)type;
+    memcpy(key + 1, body, n);
+    return PyBytes_FromStringAndSize((const char *)key, (Py_ssize_t)(n + 1));
+}
+
+/* A table id width of 4 or 6; a new width forgets what was registered, which was read
+ * with the old one. */
+static int set_id_width(PlainEvents *self, int id_width) {
+    if (id_width != 4 && id_width != 6) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents: a table id width of 4 or 6");
+        return -1;
+    }
+    if (id_width != self->id_width) {
+        PyDict_Clear(self->tables);
+        PyDict_Clear(self->headers);
+        self->id_width = id_width;
+    }
+    return 0;
+}
+
+static int plain_init(PlainEvents *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist)) return -1;
+    memset(self->modes, 0, 256);
+    self->id_width = 6;
+    Py_XSETREF(self->tables, PyDict_New());
+    Py_XSETREF(self->headers, PyDict_New());
+    return self->tables && self->headers ? 0 : -1;
+}
+
+/* set_modes(modes, id_width): 256 bytes, each 0-3, by event type */
+static PyObject *plain_set_modes(PlainEvents *self, PyObject *args) {
+    Py_buffer modes;
+    int id_width;
+    if (!PyArg_ParseTuple(args, "y*i", &modes, &id_width)) return NULL;
+    int bad = modes.len != 256;
+    for (Py_ssize_t i = 0; !bad && i < 256; i++) bad = ((const uint8_t *)modes.buf)[i] > 3;
+    if (!bad) memcpy(self->modes, modes.buf, 256);
+    PyBuffer_Release(&modes);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.set_modes: 256 modes of 0-3");
+        return NULL;
+    }
+    if (not_ready(self) || set_id_width(self, id_width) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* set_id_width(id_width): the FORMAT_DESCRIPTION's table id width, modes kept */
+static PyObject *plain_set_id_width(PlainEvents *self, PyObject *arg) {
+    int id_width = (int)PyLong_AsLong(arg);
+    if (id_width == -1 && PyErr_Occurred()) return NULL;
+    if (not_ready(self) || set_id_width(self, id_width) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static void plain_dealloc(PlainEvents *self) {
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->tables);
+    Py_CLEAR(self->headers);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int plain_traverse(PlainEvents *self, visitproc visit, void *arg) {
+    Py_VISIT(self->tables);
+    Py_VISIT(self->headers);
+    return 0;
+}
+
+static int plain_clear_refs(PlainEvents *self) {
+    Py_CLEAR(self->tables);
+    Py_CLEAR(self->headers);
+    return 0;
+}
+
+/* table(table_id, body, captured, sizes, json_bitmap): the TABLE_MAP ``body`` of the table
+ * id, and how its rows count. The same entry again keeps the one registered, which rows
+ * headers point to. */
+static PyObject *plain_table(PlainEvents *self, PyObject *args) {
+    unsigned long long table_id;
+    PyObject *body, *sizes;
+    int captured;
+    Py_ssize_t json_bitmap;
+    if (!PyArg_ParseTuple(args, "KSpSn", &table_id, &body, &captured, &sizes, &json_bitmap))
+        return NULL;
+    if (PyBytes_GET_SIZE(sizes) % 4 != 0 || json_bitmap < -1) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.table: sizes of 4 bytes a column");
+        return NULL;
+    }
+    if (not_ready(self)) return NULL;
+    PyObject *key = PyLong_FromUnsignedLongLong(table_id);
+    PyObject *entry = Py_BuildValue("(OOOn)", body, captured ? Py_True : Py_False, sizes, json_bitmap);
+    int failed = !key || !entry;
+    if (!failed) {
+        PyObject *known = PyDict_GetItemWithError(self->tables, key);
+        int same = known ? PyObject_RichCompareBool(known, entry, Py_EQ) : 0;
+        failed = same < 0 || (!known && PyErr_Occurred()) ||
+                 (!same && PyDict_SetItem(self->tables, key, entry) < 0);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* rows_header(event_type, header, table_id, images, partial): a rows event of the type
+ * whose body starts with ``header`` (the table id, flags and what follows up to the row
+ * data) is one of the table id's registered table, with ``images`` images a row (2 for an
+ * update). Nothing is registered where the table is not. */
+static PyObject *plain_rows_header(PlainEvents *self, PyObject *args) {
+    int type, images, partial;
+    PyObject *header;
+    unsigned long long table_id;
+    if (!PyArg_ParseTuple(args, "iSKip", &type, &header, &table_id, &images, &partial))
+        return NULL;
+    if (type < 0 || type > 255 || images < 1 || images > 2) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.rows_header: a type of 0-255, 1 or 2 images");
+        return NULL;
+    }
+    if (not_ready(self)) return NULL;
+    if (PyBytes_GET_SIZE(header) < self->id_width + 2 ||
+        le((const uint8_t *)PyBytes_AS_STRING(header), self->id_width) != table_id) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.rows_header: a header of its table id and flags");
+        return NULL;
+    }
+    PyObject *table_key = PyLong_FromUnsignedLongLong(table_id);
+    if (!table_key) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(self->tables, table_key);
+    if (!entry) {
+        Py_DECREF(table_key);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;  /* no table registered: such events stay one by one */
+    }
+    PyObject *key = header_key(self, type, (const uint8_t *)PyBytes_AS_STRING(header));
+    PyObject *value = key ? Py_BuildValue("(OOOii)", header, table_key, entry, images, partial) : NULL;
+    int failed = !value || PyDict_SetItem(self->headers, key, value) < 0;
+    Py_DECREF(table_key);
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *plain_clear(PlainEvents *self, PyObject *unused) {
+    if (self->tables) PyDict_Clear(self->tables);
+    if (self->headers) PyDict_Clear(self->headers);
+    Py_RETURN_NONE;
+}
+
+/* The rows of a plain event (>= 0), -1 where the event is not plain, -2 with an error set
+ * (FramingError where a plain event's row data is malformed). */
+static Py_ssize_t plain_rows(PlainEvents *self, int type, const uint8_t *body, size_t n,
+                             uint32_t end_pos) {
+    int mode = self->modes[type];
+    if (mode == 0) return -1;
+    if (mode == 1) return 0;
+    if (!self->tables || !self->headers) return -1;
+    if (mode == 2) {
+        if (n < (size_t)self->id_width) return -1;
+        PyObject *key = PyLong_FromUnsignedLongLong(le(body, self->id_width));
+        if (!key) return -2;
+        PyObject *entry = PyDict_GetItemWithError(self->tables, key);
+        Py_DECREF(key);
+        if (!entry) return PyErr_Occurred() ? -2 : -1;
+        PyObject *known = PyTuple_GET_ITEM(entry, 0);
+        if ((size_t)PyBytes_GET_SIZE(known) != n || memcmp(PyBytes_AS_STRING(known), body, n) != 0)
+            return -1;
+        return 0;
+    }
+    if (n < (size_t)self->id_width + 2) return -1;
+    PyObject *key = header_key(self, type, body);
+    if (!key) return -2;
+    PyObject *known = PyDict_GetItemWithError(self->headers, key);
+    Py_DECREF(key);
+    if (!known) return PyErr_Occurred() ? -2 : -1;
+    PyObject *header = PyTuple_GET_ITEM(known, 0);
+    size_t header_len = (size_t)PyBytes_GET_SIZE(header);
+    if (n < header_len || memcmp(PyBytes_AS_STRING(header), body, header_len) != 0) return -1;
+    PyObject *entry = PyDict_GetItemWithError(self->tables, PyTuple_GET_ITEM(known, 1));
+    if (entry != PyTuple_GET_ITEM(known, 2)) return PyErr_Occurred() ? -2 : -1;
+    if (PyTuple_GET_ITEM(entry, 1) != Py_True) return 0;
+    int images = (int)PyLong_AsLong(PyTuple_GET_ITEM(known, 3));
+    int partial = (int)PyLong_AsLong(PyTuple_GET_ITEM(known, 4));
+    PyObject *sizes = PyTuple_GET_ITEM(entry, 2);
+    Py_ssize_t json_bitmap = partial ? PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 3)) : -1;
+    if (PyErr_Occurred()) return -2;
+    Py_ssize_t rows = count_images(body, header_len, n, images,
+                                   (const uint8_t *)PyBytes_AS_STRING(sizes),
+                                   (size_t)PyBytes_GET_SIZE(sizes) / 4, json_bitmap);
+    if (rows < 0) {
+        PyObject *type_, *value, *tb;
+        PyErr_Fetch(&type_, &value, &tb);
+        PyObject *text = value ? PyObject_Str(value) : NULL;
+        const char *said = text ? PyUnicode_AsUTF8(text) : NULL;
+        if (!said) PyErr_Clear();
+        PyErr_Format(FramingError, "%s in rows event type %d ending at %u",
+                     said ? said : "malformed row data", type, end_pos);
+        Py_XDECREF(text);
+        Py_XDECREF(type_);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return -2;
+    }
+    return rows;
+}
+
+/* Whether an event that is not plain will be registered by Python once handed (1), so
+ * that split_events stops after it: a TABLE_MAP of a plain mode, and a rows event of a
+ * plain mode whose table is registered (its header will be). 0 otherwise, -1 on error. */
+static int registers_after(PlainEvents *self, int type, const uint8_t *body, size_t n) {
+    int mode = self->modes[type];
+    if (mode == 2) return 1;
+    if (mode != 3 || n < (size_t)self->id_width || !self->tables) return 0;
+    PyObject *key = PyLong_FromUnsignedLongLong(le(body, self->id_width));
+    if (!key) return -1;
+    PyObject *entry = PyDict_GetItemWithError(self->tables, key);
+    Py_DECREF(key);
+    if (!entry) return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
+/* rows(event_type, body) -> the rows of the event where it is plain, else None: the
+ * decision split_events makes, for one event (tests and fuzzing). */
+static PyObject *plain_rows_of(PlainEvents *self, PyObject *args) {
+    int type;
+    Py_buffer body;
+    if (!PyArg_ParseTuple(args, "iy*", &type, &body)) return NULL;
+    PyObject *result = NULL;
+    if (type < 0 || type > 255) {
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.rows: a type of 0-255");
+    } else {
+        Py_ssize_t rows = plain_rows(self, type, (const uint8_t *)body.buf, (size_t)body.len, 0);
+        if (rows >= 0) result = PyLong_FromSsize_t(rows);
+        else if (rows == -1) result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&body);
+    return result;
+}
+
+static PyMethodDef plain_methods[] = {
+    {"set_modes", (PyCFunction)plain_set_modes, METH_VARARGS, "set_modes(modes, id_width)"},
+    {"set_id_width", (PyCFunction)plain_set_id_width, METH_O, "set_id_width(id_width)"},
+    {"table", (PyCFunction)plain_table, METH_VARARGS,
+     "table(table_id, body, captured, sizes, json_bitmap)"},
+    {"rows_header", (PyCFunction)plain_rows_header, METH_VARARGS,
+     "rows_header(event_type, header, table_id, images, partial)"},
+    {"clear", (PyCFunction)plain_clear, METH_NOARGS, "forget every table and header"},
+    {"rows", (PyCFunction)plain_rows_of, METH_VARARGS,
+     "rows(event_type, body) -> rows where the event is plain, else None"},
+    {NULL}
+};
+
+static PyTypeObject PlainEventsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cdc_source.binlog._framing.PlainEvents",
+    .tp_basicsize = sizeof(PlainEvents),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "PlainEvents(): which events split_events folds into runs (set_modes, table, rows_header)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)plain_init,
+    .tp_dealloc = (destructor)plain_dealloc,
+    .tp_traverse = (traverseproc)plain_traverse,
+    .tp_clear = (inquiry)plain_clear_refs,
+    .tp_methods = plain_methods,
+};
+
+#define PLAIN_RUN 256  /* the type of a run of plain events in split_events' list */
+
+/* Appends (PLAIN_RUN, 0, 0, end_pos, None, rows) for the plain events folded so far. */
+static int flush_plain(PyObject *events, uint32_t end_pos, Py_ssize_t rows) {
+    PyObject *item = Py_BuildValue("(iiikOn)", PLAIN_RUN, 0, 0, (unsigned long)end_pos,
+                                   Py_None, rows);
+    if (!item) return -1;
+    int failed = PyList_Append(events, item) < 0;
+    Py_DECREF(item);
+    return failed ? -1 : 0;
+}
+
 static PyObject *split_events(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start;
     int checksum;
-    if (!PyArg_ParseTuple(args, "y*np", &view, &start, &checksum)) return NULL;
+    PyObject *plain_arg = Py_None;
+    unsigned long after = 0, stop = 0;
+    if (!PyArg_ParseTuple(args, "y*np|Okk", &view, &start, &checksum, &plain_arg, &after, &stop))
+        return NULL;
     PyObject *events = NULL, *result = NULL;
+    PlainEvents *plain = NULL;
+    if (plain_arg != Py_None) {
+        if (!PyObject_TypeCheck(plain_arg, &PlainEventsType)) {
+            PyErr_SetString(PyExc_TypeError, "split_events: plain must be a PlainEvents or None");
+            goto done;
+        }
+        plain = (PlainEvents *)plain_arg;
+    }
     if (start < 0 || start > view.len) {
         PyErr_SetString(FramingError, "split_events: start outside the buffer");
         goto done;
@@ -108,6 +442,12 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
     const uint8_t *p = (const uint8_t *)view.buf;
     size_t len = (size_t)view.len, pos = (size_t)start;
     int status = 0;
+    /* plain events folded and not yet handed: their rows and where the last one ends;
+     * last_end is where the last event Python keeps ends (EventReader.next_start) */
+    int folding = plain != NULL, pending = 0;
+    Py_ssize_t pending_rows = 0;
+    uint32_t pending_end = 0;
+    uint64_t last_end = after;
     while (len - pos >= 4) {
         size_t plen = (size_t)p[pos] | (size_t)p[pos + 1] << 8 | (size_t)p[pos + 2] << 16;
         if (len - pos - 4 < plen) break;  /* the packet is not all here yet */
@@ -132,11 +472,9 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
                          type, end_pos, size, evlen);
             goto done;
         }
-        PyObject *body;
-        if (type == 15) {
-            body = PyBytes_FromStringAndSize((const char *)ev, (Py_ssize_t)evlen);
-        } else {
-            size_t body_end = evlen;
+        size_t body_start = 0, body_end = evlen;  /* a FORMAT_DESCRIPTION goes whole */
+        if (type != 15) {
+            body_start = 19;
             if (checksum) {
                 if (evlen < 23) {
                     PyErr_Format(FramingError, "event type %d ending at %u too short for "
@@ -150,8 +488,37 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
                     goto done;
                 }
             }
-            body = PyBytes_FromStringAndSize((const char *)ev + 19, (Py_ssize_t)(body_end - 19));
         }
+        if (plain) {
+            /* an event Python keeps (EventReader._keep): no artificial one, none sent again */
+            int kept = !(flags & 0x20) && end_pos > last_end;
+            if (folding && kept && type != 15 && end_pos <= stop) {
+                Py_ssize_t rows = plain_rows(plain, type, ev + 19, body_end - 19, end_pos);
+                if (rows == -2) goto done;
+                if (rows >= 0) {
+                    pending = 1;
+                    pending_rows += rows;
+                    pending_end = end_pos;
+                    last_end = end_pos;
+                    pos += 4 + plen;
+                    continue;
+                }
+                /* Python registers what this event tells, so that the like of it folds
+                 * from the next call on: stop after it */
+                int registers = registers_after(plain, type, ev + 19, body_end - 19);
+                if (registers < 0) goto done;
+                if (registers) status = 3;
+            }
+            if (pending) {
+                if (flush_plain(events, pending_end, pending_rows) < 0) goto done;
+                pending = 0;
+                pending_rows = 0;
+            }
+            if (type == 4) folding = 0;  /* a ROTATE: Python sets where the next file starts */
+            else if (kept && type != 27 && type != 41) last_end = end_pos;  /* not a heartbeat */
+        }
+        PyObject *body = PyBytes_FromStringAndSize((const char *)ev + body_start,
+                                                   (Py_ssize_t)(body_end - body_start));
         if (!body) goto done;
         /* (type, timestamp, flags, end position, body, server id), built item by item
          * rather than from a format string parsed again for every event */
@@ -170,8 +537,10 @@ static PyObject *split_events(PyObject *self, PyObject *args) {
         if (failed || PyList_Append(events, item) < 0) { Py_DECREF(item); goto done; }
         Py_DECREF(item);
         pos += 4 + plen;
-        if (type == 15) break;  /* it may change the checksum of the events after it */
+        if (type == 15 || status == 3) break;  /* a FORMAT_DESCRIPTION may change the
+                                                   checksum of the events after it */
     }
+    if (pending && flush_plain(events, pending_end, pending_rows) < 0) goto done;
     result = Py_BuildValue("(Oni)", events, (Py_ssize_t)(pos - (size_t)start), status);
 done:
     Py_XDECREF(events);
@@ -188,6 +557,60 @@ done:
  * prefix; json_bitmap is -1, or for a partial update the bytes of the JSON bitmap after
  * value_options. Bytes that do not end exactly at end raise FramingError.
  */
+/* The rows in p[pos:stop]: count_rows' walk, shared with the plain events' count.
+ * Returns -1 with FramingError set where the bytes do not end exactly at stop. */
+static Py_ssize_t count_images(const uint8_t *p, size_t pos, size_t stop, int images,
+                               const uint8_t *sz, size_t columns, Py_ssize_t json_bitmap) {
+    size_t bitmap = (columns + 7) / 8;
+    Py_ssize_t count = 0;
+    if (columns == 0 && pos < stop) {  /* an image of no column would never advance */
+        PyErr_SetString(FramingError, "row data for a table of no columns");
+        return -1;
+    }
+    while (pos < stop) {
+        for (int image = 0; image < images; image++) {
+            if (image == 1 && json_bitmap >= 0) {
+                uint64_t options;
+                if (lenenc(p, &pos, stop, &options) < 0) return -1;
+                if (options & 1) {
+                    if ((size_t)json_bitmap > stop - pos) goto overrun;
+                    pos += (size_t)json_bitmap;
+                }
+            }
+            if (bitmap > stop - pos) {
+                PyErr_Format(FramingError, "a row image starts %zu bytes before the end",
+                             stop - pos);
+                return -1;
+            }
+            const uint8_t *nulls = p + pos;
+            pos += bitmap;
+            for (size_t i = 0; i < columns; i++) {
+                if (nulls[i >> 3] & (1u << (i & 7))) continue;
+                uint32_t s = (uint32_t)le(sz + 4 * i, 4);
+                uint64_t step;  /* 64 bits: a 4-byte length plus its prefix cannot wrap */
+                if (s & 0x80000000u) {
+                    int prefix = (int)(s & 0xFF);
+                    if (prefix < 1 || prefix > 4) {
+                        PyErr_Format(FramingError, "count_rows: a %d-byte length prefix", prefix);
+                        return -1;
+                    }
+                    if ((size_t)prefix > stop - pos) goto overrun;
+                    step = (uint64_t)prefix + le(p + pos, prefix);
+                } else {
+                    step = s;
+                }
+                if (step > (uint64_t)(stop - pos)) goto overrun;
+                pos += (size_t)step;
+            }
+        }
+        count++;
+    }
+    return count;
+overrun:
+    PyErr_SetString(FramingError, "row images overrun their event");
+    return -1;
+}
+
 static PyObject *count_rows(PyObject *self, PyObject *args) {
     Py_buffer data, sizes;
     Py_ssize_t start, end, json_bitmap;
@@ -201,55 +624,10 @@ static PyObject *count_rows(PyObject *self, PyObject *args) {
                      start, end, data.len);
         goto done;
     }
-    const uint8_t *p = (const uint8_t *)data.buf;
-    const uint8_t *sz = (const uint8_t *)sizes.buf;
-    size_t columns = (size_t)sizes.len / 4, bitmap = (columns + 7) / 8;
-    size_t pos = (size_t)start, stop = (size_t)end;
-    Py_ssize_t count = 0;
-    if (columns == 0 && pos < stop) {  /* an image of no column would never advance */
-        PyErr_SetString(FramingError, "row data for a table of no columns");
-        goto done;
-    }
-    while (pos < stop) {
-        for (int image = 0; image < images; image++) {
-            if (image == 1 && json_bitmap >= 0) {
-                uint64_t options;
-                if (lenenc(p, &pos, stop, &options) < 0) goto done;
-                if (options & 1) pos += (size_t)json_bitmap;
-                if (pos > stop) goto overrun;
-            }
-            if (bitmap > stop - pos) {
-                PyErr_Format(FramingError, "a row image starts %zu bytes before the end",
-                             stop - pos);
-                goto done;
-            }
-            const uint8_t *nulls = p + pos;
-            pos += bitmap;
-            for (size_t i = 0; i < columns; i++) {
-                if (nulls[i >> 3] & (1u << (i & 7))) continue;
-                uint32_t s = (uint32_t)le(sz + 4 * i, 4);
-                uint64_t step;  /* 64 bits: a 4-byte length plus its prefix cannot wrap */
-                if (s & 0x80000000u) {
-                    int prefix = (int)(s & 0xFF);
-                    if (prefix < 1 || prefix > 4) {
-                        PyErr_Format(FramingError, "count_rows: a %d-byte length prefix", prefix);
-                        goto done;
-                    }
-                    if ((size_t)prefix > stop - pos) goto overrun;
-                    step = (uint64_t)prefix + le(p + pos, prefix);
-                } else {
-                    step = s;
-                }
-                if (step > (uint64_t)(stop - pos)) goto overrun;
-                pos += (size_t)step;
-            }
-        }
-        count++;
-    }
-    result = PyLong_FromSsize_t(count);
-    goto done;
-overrun:
-    PyErr_SetString(FramingError, "row images overrun their event");
+    Py_ssize_t count = count_images((const uint8_t *)data.buf, (size_t)start, (size_t)end,
+                                    images, (const uint8_t *)sizes.buf,
+                                    (size_t)sizes.len / 4, json_bitmap);
+    if (count >= 0) result = PyLong_FromSsize_t(count);
 done:
     PyBuffer_Release(&data);
     PyBuffer_Release(&sizes);
@@ -258,7 +636,7 @@ done:
 
 static PyMethodDef module_methods[] = {
     {"split_events", split_events, METH_VARARGS,
-     "split_events(buffer, start, checksum) -> (events, consumed, status)"},
+     "split_events(buffer, start, checksum, plain=None, after=0, stop=0) -> (events, consumed, status)"},
     {"count_rows", count_rows, METH_VARARGS,
      "count_rows(data, start, end, images, sizes, json_bitmap) -> rows"},
     {NULL}
@@ -276,6 +654,12 @@ PyMODINIT_FUNC PyInit__framing(void) {
     Py_INCREF(FramingError);
     if (PyModule_AddObject(m, "FramingError", FramingError) < 0) {
         Py_DECREF(FramingError);
+        goto fail;
+    }
+    if (PyType_Ready(&PlainEventsType) < 0) goto fail;
+    Py_INCREF(&PlainEventsType);
+    if (PyModule_AddObject(m, "PlainEvents", (PyObject *)&PlainEventsType) < 0) {
+        Py_DECREF(&PlainEventsType);
         goto fail;
     }
     return m;

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from cdc_source.binlog import constants as c
 from cdc_source.binlog.framing import PacketStream
+from cdc_source.binlog.plain_events import PLAIN_RUN, PlainEvents, PlainRun
 from cdc_source.binlog.wire import Cursor, MalformedEventError
 from cdc_source.offsets import file_number
 
@@ -284,12 +285,17 @@ class EventReader:
     Each event gets its start position (the end of the event before it). Events that
     are not at a position of the file the dump reads (the fake ROTATE, the
     FORMAT_DESCRIPTION and GTID list a server sends first when a dump starts inside a
-    file) are consumed here and never reach the caller."""
+    file) are consumed here and never reach the caller.
+
+    Where a walker sets :attr:`plain` (the driver's planning passes), the C splitter folds
+    the plain events into :class:`~cdc_source.binlog.plain_events.PlainRun` items of the
+    runs, in their place (:mod:`cdc_source.binlog.plain_events`)."""
 
     def __init__(self, file: str, pos: int = 4, checksum: bool = True) -> None:
         self.file = file
         self.next_start = pos
         self.format = Format(checksum=CHECKSUM_CRC32 if checksum else CHECKSUM_NONE)
+        self.plain: PlainEvents | None = None
 
     @property
     def position(self) -> tuple[int, int]:
@@ -334,15 +340,29 @@ class EventReader:
                 )
             return
         while True:
+            crc = self.format.checksum == CHECKSUM_CRC32
+            plain = self.plain
             try:
-                found, used, status = splitter(
-                    stream.buffer, stream.start, self.format.checksum == CHECKSUM_CRC32
-                )
+                if plain is None:
+                    found, used, status = splitter(stream.buffer, stream.start, crc)
+                else:
+                    found, used, status = splitter(
+                        stream.buffer,
+                        stream.start,
+                        crc,
+                        plain.native,
+                        self.next_start,
+                        plain.stop_in(self.file),
+                    )
             except ValueError as err:  # the native splitter's FramingError
                 raise MalformedEventError(f"{err} in {self.file}") from None
             stream.start += used
-            run: list[Event] = []
+            run: list = []
             for event_type, timestamp, flags, end_pos, body, server_id in found:
+                if event_type == PLAIN_RUN:  # (server_id holds the run's rows)
+                    run.append(PlainRun(self.file, end_pos, self.next_start, server_id))
+                    self.next_start = end_pos
+                    continue
                 if event_type == c.FORMAT_DESCRIPTION:
                     if run:  # the events before it are parsed with the format before it
                         yield run
@@ -376,7 +396,7 @@ class EventReader:
                 yield run
             if status == 1:
                 return
-            if found and found[-1][0] == c.FORMAT_DESCRIPTION:
+            if status == 3 or (found and found[-1][0] == c.FORMAT_DESCRIPTION):
                 continue  # the splitter stops there; what follows may already be buffered
             if status == 2:
                 payload = stream.take()
@@ -409,6 +429,8 @@ class EventReader:
         if event.type == c.FORMAT_DESCRIPTION:
             self.format = parse_format_description(event.body)
             self.next_start = max(self.next_start, event.end_pos)
+            if self.plain is not None:
+                self.plain.format_changed(self.format.post_header_len(c.TABLE_MAP, 8))
             return None
         if event.type in _HEARTBEATS:  # a blocking dump's sign of life, at no position
             return None

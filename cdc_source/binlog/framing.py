@@ -173,3 +173,8 @@ class PacketStream:
                 return
             else:
                 yield payload
+
+
+def plain_events():
+    """A new C registry of the driver's plain events (:mod:`cdc_source.binlog.plain_events`)."""
+    return _framing.PlainEvents()

@@ -79,10 +79,12 @@ class RowCounter:
     def count(self, rows: RowsEvent, table_map: TableMap) -> int:
         return self.count_data(rows.data, rows.start, rows.kind, rows.partial, table_map)
 
-    def count_data(
-        self, data: bytes, start: int, kind: int, partial: bool, table_map: TableMap
-    ) -> int:
-        """The rows of a rows event of ``kind`` whose row data is ``data[start:]``."""
+    def packed(self, table_map: TableMap) -> tuple[bytes, int]:
+        """The native counter's sizes of ``table_map`` and its JSON bitmap's bytes."""
+        _, _, packed, json_bitmap = self._entry(table_map)
+        return packed, json_bitmap
+
+    def _entry(self, table_map: TableMap) -> tuple[TableMap, tuple, bytes, int]:
         entry = self._sizes.get(id(table_map))
         if entry is None or entry[0] is not table_map:
             if len(self._sizes) > 10_000:
@@ -92,6 +94,13 @@ class RowCounter:
             entry = (table_map, sizes, packed_sizes(sizes), json_bitmap)
             # kept with the map itself, so its id is not reused while cached
             self._sizes[id(table_map)] = entry
+        return entry
+
+    def count_data(
+        self, data: bytes, start: int, kind: int, partial: bool, table_map: TableMap
+    ) -> int:
+        """The rows of a rows event of ``kind`` whose row data is ``data[start:]``."""
+        entry = self._entry(table_map)
         _, sizes, packed, json_bitmap = entry
         if self.native is None:
             return count_rows(RowsEvent(0, kind, data, start, partial), table_map, sizes)

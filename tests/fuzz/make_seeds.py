@@ -5,7 +5,7 @@ layouts of :mod:`tests.fuzz.native_targets`:
 
 * ``rows``, ``count``: every rows event of the corpus with its table's plan or sizes,
   plus one hand-built row of each pre-5.6 temporal kind, which no current server writes;
-* ``split``: the corpus files as dump streams, a few events per seed;
+* ``split``, ``plain``: the corpus files as dump streams, a few events per seed;
 * ``json``: every JSON column value of the MySQL corpus;
 * ``textscan``: the recorded answers as text-protocol result sets;
 * ``values``: every TIME value of the binlog corpus as the server prints it, every
@@ -95,6 +95,7 @@ def binlog_seeds(path: Path, seeds: dict[str, list[bytes]]) -> None:
     for i in range(0, len(raw), EVENTS_PER_STREAM):
         stream = dump_stream(raw[i : i + EVENTS_PER_STREAM])
         seeds["split"].append(t.split_input(checksum, stream))
+        seeds["plain"].append(t.plain_input(checksum, stream))
 
 
 def time_seed(micros: list[int | None]) -> bytes:

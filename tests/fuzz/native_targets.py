@@ -115,6 +115,88 @@ def split(data: bytes) -> None:
             return
 
 
+def plain_input(checksum: bool, stream: bytes) -> bytes:
+    """A split stream for the plain target: flags (checksum, tables captured), the rows
+    headers' length, the columns of every table, then the stream."""
+    return bytes([int(checksum) | 2, 10, 3]) + stream
+
+
+def _plain_modes() -> bytes:
+    from cdc_source.binlog import constants as c
+    from cdc_source.binlog.plain_events import NEVER_PLAIN, ROWS, TABLE_MAPS
+
+    modes = bytearray(256)
+    for event_type in range(256):
+        if event_type == c.TABLE_MAP:
+            modes[event_type] = TABLE_MAPS
+        elif event_type in c.ROW_EVENTS:
+            modes[event_type] = ROWS
+        elif event_type not in NEVER_PLAIN:
+            modes[event_type] = 1
+    return bytes(modes)
+
+
+def plain(data: bytes) -> None:
+    """split_events folding the driver's plain events, registered from the stream itself:
+    a first read registers every TABLE_MAP and rows event it hands back, and a second
+    read of the same stream folds what is registered."""
+    from cdc_source.binlog import _framing
+
+    if len(data) < 3:
+        return
+    flags, header_len, columns = data[0], data[1], data[2] % 16
+    registry = _framing.PlainEvents()
+    registry.set_modes(_plain_modes(), 4 if flags & 4 else 6)
+    sizes = b"".join(
+        (0x80000000 | (1 + i % 2) if i % 3 == 0 else i + 1).to_bytes(4, "little")
+        for i in range(columns)
+    )
+    buffer = exact(data[3:])
+    for _ in range(2):
+        start, after = 0, 0
+        while True:
+            try:
+                events, used, status = _framing.split_events(
+                    buffer, start, flags & 1, registry, after, 0xFFFFFFFF
+                )
+            except ValueError:
+                break
+            for event_type, _, event_flags, end, body, rows in events:
+                if event_type == 256:
+                    if end <= after or rows < 0:
+                        raise AssertionError(f"a plain run ending at {end} after {after}")
+                    after = end
+                    continue
+                if _kept(event_type, event_flags, end, after):
+                    after = end
+                _register(registry, event_type, body, flags, header_len, sizes)
+            start += used
+            if not used or status:
+                break
+
+
+def _kept(event_type: int, flags: int, end: int, after: int) -> bool:
+    """Whether the event reader keeps an event, so that its end is where the next starts
+    (``EventReader._keep``; a ROTATE's position is its body's, left alone here)."""
+    return not flags & 0x20 and end > after and event_type not in (4, 15, 27, 41)
+
+
+def _register(registry, event_type: int, body: bytes, flags: int, header_len: int, sizes: bytes):
+    width = 4 if flags & 4 else 6
+    if len(body) < width:
+        return
+    table_id = int.from_bytes(body[:width], "little")
+    try:
+        if event_type == 19:
+            registry.table(table_id, body, bool(flags & 2), sizes, (flags >> 4) - 1)
+        elif event_type in (23, 24, 25, 30, 31, 32, 39):
+            images = 2 if event_type in (24, 31, 39) else 1
+            registry.rows_header(event_type, body[:header_len], table_id, images, flags & 8)
+        registry.rows(event_type, body)
+    except ValueError:
+        pass
+
+
 def count_input(images: int, json_bitmap: int, sizes: bytes, row_data: bytes) -> bytes:
     return bytes([images, json_bitmap + 1, len(sizes) // 4]) + sizes + row_data
 
@@ -352,6 +434,7 @@ TARGETS = {
     "rows": rows,
     "split": split,
     "count": count,
+    "plain": plain,
     "json": json,
     "textscan": textscan,
     "values": values,

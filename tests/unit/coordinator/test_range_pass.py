@@ -19,9 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_source.binlog import constants as c
+from cdc_source.binlog import framing
 from cdc_source.binlog.ddl import logged_table_changes
 from cdc_source.binlog.events import parse_query
 from cdc_source.binlog.gtid_scan import apply_gtid_events
+from cdc_source.binlog.plain_events import PLAIN_RUN
 from cdc_source.binlog.xa import XaTracker, track
 from cdc_source.gtid import compact, parse_state
 from cdc_source.offsets import BinlogPosition
@@ -171,9 +173,34 @@ def _state_at(binlog, position: int, flavor: str) -> str:
     return tracker.state_from_file(BinlogPosition(binlog.name, position))
 
 
-def _one_pass(binlog, start: BinlogPosition, head: BinlogPosition, limit, flavor):
+class FoldingSource(enc.FakeDumpSource):
+    """A fake dump with the C splitter, which folds the plain events of the walks that
+    read it; counts the plain runs it hands."""
+
+    def __init__(self, binlog, chunk: int = 97) -> None:
+        super().__init__(binlog, framing.splitter("native"), chunk)
+        self.plain_runs = 0
+
+    def open_runs(self, file, pos, until=None):
+        reader, runs, close = super().open_runs(file, pos, until)
+
+        def counted():
+            for run in runs:
+                run = list(run)
+                self.plain_runs += sum(1 for event in run if event.type == PLAIN_RUN)
+                yield run
+
+        return reader, counted(), close
+
+
+def _one_pass(binlog, start: BinlogPosition, head: BinlogPosition, limit, flavor, source=None):
     """The driver's one pass: (end, GTID state, statements, XA watermark)."""
-    source = enc.FakeDumpSource(binlog)
+    return _one_pass_counted(binlog, start, head, limit, flavor, source)[:4]
+
+
+def _one_pass_counted(binlog, start, head, limit, flavor, source=None):
+    """:func:`_one_pass`, and the rows the batch takes."""
+    source = source or enc.FakeDumpSource(binlog)
     state = parse_state(start.gtids, flavor)
     gtids = GtidListener(state, head)
     scan = DdlScan(lambda: None, 1, source=source)
@@ -186,7 +213,8 @@ def _one_pass(binlog, start: BinlogPosition, head: BinlogPosition, limit, flavor
     )
     end = bounded(head, limit, ended, rows)
     assert len(source.opened) == 1 and source.opened[0] == origin
-    return end, compact(state), scan.changes(start, end), xa.oldest_unresolved()
+    taken = rows.taken if ended is not None else rows.rows
+    return end, compact(state), scan.changes(start, end), xa.oldest_unresolved(), taken
 
 
 @settings(max_examples=100, deadline=None)
@@ -222,6 +250,72 @@ def test_one_pass_equals_the_references_computed_apart(items, skip, max_rows, ma
     origin = xa[1] if xa else origin[1]
     assert watermark == _reference_xa(binlog, origin, end.pos)
     assert watermark == _reference_xa(binlog, 4, end.pos)
+
+
+NATIVE = pytest.mark.skipif(
+    not framing.native_available(), reason="the C splitter that folds plain events is not built"
+)
+
+
+@NATIVE
+@settings(max_examples=100, deadline=None)
+@given(
+    _ITEMS,
+    st.integers(0, 6),
+    st.one_of(st.none(), st.integers(1, 12)),
+    st.one_of(st.none(), st.integers(60, 3000)),
+    st.sampled_from(["mysql", "mariadb"]),
+    st.sampled_from([97, 4096, 1 << 20]),
+)
+def test_a_pass_folding_plain_events_finds_what_a_pass_over_every_event_finds(
+    items, skip, max_rows, max_bytes, flavor, chunk
+):
+    binlog, transactions = _binlog(items, flavor)
+    if len(transactions) < 2:
+        return
+    first = transactions[min(skip, len(transactions) - 2)][1]
+    xa = _reference_xa(binlog, 4, first)
+    start = BinlogPosition(binlog.name, first, _state_at(binlog, first, flavor), xa=xa)
+    head = BinlogPosition(binlog.name, binlog.pos)
+    limit = StreamLimit(max_rows, max_bytes)
+
+    every_event = _one_pass_counted(binlog, start, head, limit, flavor)
+    folded = _one_pass_counted(binlog, start, head, limit, flavor, FoldingSource(binlog, chunk))
+
+    assert folded == every_event
+
+
+@NATIVE
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_pass_folds_the_rows_of_repeated_transactions_and_counts_them(flavor):
+    """Past the first transaction of each table, a transaction's table map, rows event and
+    XID are one plain run, whose rows the limit counts: the batch ends where it would."""
+    items = [("rows", 2), ("other", 3)] * 20
+    binlog, transactions = _binlog(items, flavor)
+    first = transactions[0][1]
+    start = BinlogPosition(binlog.name, first, _state_at(binlog, first, flavor))
+    head = BinlogPosition(binlog.name, binlog.pos)
+    for limit in (StreamLimit(), StreamLimit(15), StreamLimit(None, 2000)):
+        source = FoldingSource(binlog, 1 << 20)
+        folded = _one_pass_counted(binlog, start, head, limit, flavor, source)
+        assert folded == _one_pass_counted(binlog, start, head, limit, flavor)
+        assert source.plain_runs >= 30
+    assert folded[0].pos == _reference_end(first, head.pos, transactions, StreamLimit(None, 2000))
+
+
+@NATIVE
+def test_nothing_past_the_passs_end_is_folded_into_a_run_before_it():
+    """The pass stops at its end exactly, between two transactions a run would span."""
+    binlog, transactions = _binlog([("rows", 1)] * 12, "mariadb")
+    first = transactions[0][1]
+    start = BinlogPosition(binlog.name, first, _state_at(binlog, first, "mariadb"))
+    for _, end, _ in transactions[3:]:
+        head = BinlogPosition(binlog.name, end)
+        folded = _one_pass_counted(
+            binlog, start, head, StreamLimit(), "mariadb", FoldingSource(binlog, 1 << 20)
+        )
+        assert folded[0].pos == end
+        assert folded == _one_pass_counted(binlog, start, head, StreamLimit(), "mariadb")
 
 
 def test_the_pass_refuses_an_end_inside_an_event_or_past_the_binlog():
@@ -282,8 +376,10 @@ class GrowingDump:
     """A blocking dump over a binlog that grows while it is read: each event as it is
     written; a cut connection ends it."""
 
-    def __init__(self, binlog: enc.BinlogFile) -> None:
+    def __init__(self, binlog: enc.BinlogFile, splitter=None) -> None:
         self.binlog = binlog
+        self.splitter = splitter  # the C one folds the plain events the follower's walk sets
+        self.plain_runs = 0
         self.cond = threading.Condition()
         self.opened: list[tuple[str, int]] = []
         self.hold: int | None = None  # no event ending past this is served while set
@@ -302,7 +398,7 @@ class GrowingDump:
         assert blocking and until is None
         self.opened.append((file, pos))
         cut = threading.Event()
-        proxy = SimpleNamespace(format=None)
+        proxy = SimpleNamespace(format=None, plain=None)
         if connected is not None:
             connected(SimpleNamespace(_sock=SimpleNamespace(shutdown=lambda how: cut.set())))
 
@@ -312,8 +408,12 @@ class GrowingDump:
                 with self.cond:
                     while self._served() <= after and not cut.is_set():
                         self.cond.wait(0.02)
-                    reader, batch, _ = enc.FakeDumpSource(self.binlog).open(file, after)
-                    batch = [event for event in batch if event.end_pos <= self._served()]
+                    source = enc.FakeDumpSource(self.binlog, self.splitter, chunk=4096)
+                    reader, runs, _ = source.open_runs(file, after)
+                    reader.plain = proxy.plain
+                    served = self._served()
+                    batch = [event for run in runs for event in run if event.end_pos <= served]
+                    self.plain_runs += sum(1 for event in batch if event.type == PLAIN_RUN)
                 proxy.format = reader.format
                 if batch:
                     yield batch
@@ -325,10 +425,10 @@ class GrowingDump:
         return self.binlog.pos if self.hold is None else min(self.binlog.pos, self.hold)
 
 
-def _follower(binlog, flavor, catch_up_s=None, grace_s=0.05):
+def _follower(binlog, flavor, catch_up_s=None, grace_s=0.05, splitter=None):
     """A follower over a growing binlog; by default one that always waits for the head,
     so that its answers are those of passes to the head however slow the machine."""
-    dump = GrowingDump(binlog)
+    dump = GrowingDump(binlog, splitter)
     scan = DdlScan(lambda: None, 1)
     follower = Follower(dump, scan, catch_up_s=catch_up_s, grace_s=grace_s)
     return follower, dump
@@ -339,17 +439,19 @@ def _follower(binlog, flavor, catch_up_s=None, grace_s=0.05):
     st.lists(_ITEMS, min_size=1, max_size=5),
     st.one_of(st.none(), st.integers(1, 10)),
     st.sampled_from(["mysql", "mariadb"]),
+    st.sampled_from([None, *([framing.splitter("native")] if framing.native_available() else [])]),
 )
-def test_the_follower_answers_what_one_pass_finds(chunks, max_rows, flavor):
+def test_the_follower_answers_what_one_pass_finds(chunks, max_rows, flavor, splitter):
     """Writes arrive in chunks; after each, the batch from the last end is planned from
-    what the follower reached, and equals the pass over the same range."""
+    what the follower reached, and equals the pass over the same range (with the C
+    splitter, the follower's plain events folded)."""
     binlog = enc.BinlogFile()
     writer = Writer(binlog, flavor)
     _, first, _ = writer.write("rows", 1)
     start = BinlogPosition(binlog.name, first, _state_at(binlog, first, flavor))
     limit = StreamLimit(max_rows)
     tables = frozenset({"shop.orders"})
-    follower, dump = _follower(binlog, flavor)
+    follower, dump = _follower(binlog, flavor, splitter=splitter)
     follower.follow(start, tables, limit, flavor, "")
     try:
         for chunk in chunks:
@@ -365,6 +467,35 @@ def test_the_follower_answers_what_one_pass_finds(chunks, max_rows, flavor):
                 start = BinlogPosition(end.file, end.pos, gtids, xa=xa)
                 follower.follow(start, tables, limit, flavor, "")  # where it is already
         assert len(dump.opened) == 1  # never started again
+    finally:
+        follower.close()
+
+
+@NATIVE
+@pytest.mark.parametrize("flavor", ["mysql", "mariadb"])
+def test_a_follower_folding_plain_events_answers_what_the_pass_finds(flavor):
+    binlog = enc.BinlogFile()
+    writer = Writer(binlog, flavor)
+    _, first, _ = writer.write("rows", 1)
+    start = BinlogPosition(binlog.name, first, _state_at(binlog, first, flavor))
+    limit, tables = StreamLimit(25), frozenset({"shop.orders"})
+    follower, dump = _follower(binlog, flavor, splitter=framing.splitter("native"))
+    follower.follow(start, tables, limit, flavor, "")
+    try:
+        dump.write(lambda: [writer.write(*item) for item in [("rows", 2), ("other", 1)] * 30])
+        head = BinlogPosition(binlog.name, binlog.pos)
+        while start.coordinates < head.coordinates:
+            reached = follower.answer(start, head, limit, tables)
+            end, gtids, statements, xa = _one_pass(binlog, start, head, limit, flavor)
+            assert (reached.file, reached.pos, reached.gtids, reached.xa) == (
+                end.file,
+                end.pos,
+                gtids,
+                xa,
+            )
+            start = BinlogPosition(end.file, end.pos, gtids, xa=xa)
+            follower.follow(start, tables, limit, flavor, "")
+        assert dump.plain_runs >= 40
     finally:
         follower.close()
 

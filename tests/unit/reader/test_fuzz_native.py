@@ -37,6 +37,7 @@ AVAILABLE = {
     "rows": row_decoding.native_available(),
     "split": framing.native_available(),
     "count": framing.native_available(),
+    "plain": framing.native_available(),
     "json": True,
     "textscan": _textscan_available(),
     "values": native_columns.native_available(),
