@@ -85,7 +85,7 @@ class RowCount:
         self._last: dict[int, tuple[bytes, TableMap, object]] = {}
         # the same maps and headers, registered for the C splitter's plain events
         self.plain = new_plain_events("native") if self.counter.native is not None else None
-        self.tables = tables
+        self._tables = tables
 
     @property
     def tables(self) -> set[str]:
@@ -93,8 +93,9 @@ class RowCount:
 
     @tables.setter
     def tables(self, names: set[str]) -> None:
+        if names != self._tables:
+            self._unregister()  # registered as captured or not under the tables before
         self._tables = names
-        self._unregister()  # registered as captured or not under the tables before
 
     def forget(self) -> None:
         """Another server's binlog: its table ids name other tables."""
