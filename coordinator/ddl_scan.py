@@ -100,6 +100,7 @@ class RangeStatements(Listener):
     for a follower that reads without an end."""
 
     kinds = STATEMENT_EVENTS
+    plain_kinds = frozenset({c.QUERY})  # BEGIN, folded, changes no table
 
     def __init__(
         self,

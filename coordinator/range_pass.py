@@ -52,14 +52,15 @@ the last boundary.
 Plain events
 ------------
 
-A listener may take some of its ``kinds`` as plain runs (``plain_kinds``; the row count
-only): where it is the only listener of such an event's type, the event is folded by the
-C splitter into a :class:`~cdc_source.binlog.plain_events.PlainRun`, with its rows counted
-against the registry the listener keeps (``plain_events()``), and the listener gets
-``take_plain(run, where)`` in place of ``see`` for the events the run stands for. An event
-no listener wants is folded too. Every other call is as above: a run is never a
-transaction start, so the boundaries, sizes and ends are those of the events themselves
-(:mod:`cdc_source.binlog.plain_events`).
+A listener may take some of its ``kinds`` as plain runs (``plain_kinds``): the row count
+its table maps and rows events, where it is the only listener of their type, counted
+against the registry it keeps (``plain_events()``); the table statements and the XA
+transactions a QUERY whose statement is BEGIN, which is nothing to either. Such events are
+folded by the C splitter into a :class:`~cdc_source.binlog.plain_events.PlainRun`, and a
+listener with ``plain_kinds`` gets ``take_plain(run, where)`` in place of ``see`` for the
+events a run stands for. An event no listener wants is folded too. Every other call is
+as above: a run is never a transaction start, so the boundaries, sizes and ends are those
+of the events themselves (:mod:`cdc_source.binlog.plain_events`).
 """
 
 from __future__ import annotations
@@ -150,24 +151,25 @@ class Walk:
         self._boundary = [
             lst.boundary for lst in self.listeners if type(lst).boundary is not Listener.boundary
         ]
-        self._plain_takers = [lst.take_plain for lst in self.listeners if lst.plain_kinds]
+        self._plain_takers = [
+            lst.take_plain
+            for lst in self.listeners
+            if type(lst).take_plain is not Listener.take_plain
+        ]
         self.plain, self._modes = self._plain_events()
         self._attached = False  # a reader folds this walk's plain events once past the start
         self._until: Where | None = None
 
     def _plain_events(self) -> tuple[PlainEvents | None, bytes]:
         """The registry of this walk's plain events and the modes of its event types:
-        the one plain-taking listener's registry, or a new one for the events no listener
-        wants."""
-        takers = [lst for lst in self.listeners if lst.plain_kinds]
-        registry = takers[0].plain_events() if len(takers) == 1 else None
-        if registry is None:
-            registry = new_plain_events()
+        the registry of the one listener that keeps one (the row count), or a new one."""
+        counters = [lst for lst in self.listeners if lst.plain_events() is not None]
+        counter = counters[0] if len(counters) == 1 else None
+        registry = counter.plain_events() if counter is not None else new_plain_events()
         if registry is None:
             return None, b""
-        wanted = [(lst.kinds, lst.plain_kinds) for lst in self.listeners]
-        counts = len(takers) == 1 and takers[0].plain_events() is registry
-        return registry, plain_modes(wanted, counts)
+        wanted = [(lst.kinds, lst.plain_kinds, lst is counter) for lst in self.listeners]
+        return registry, plain_modes(wanted)
 
     def attach(self, reader, origin: tuple[str, int], until: Where | None) -> None:
         """``reader`` reads this walk's events from ``origin`` (the start, or before it

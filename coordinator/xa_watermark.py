@@ -185,6 +185,7 @@ class XaListener(Listener):
 
     kinds = _XA_EVENTS
     early = True
+    plain_kinds = frozenset({c.QUERY})  # BEGIN, folded, is no XA statement
 
     def __init__(self, start: tuple[str, int], prepared: dict[str, Position] | None = None):
         self.tracker = XaTracker(prepared)

@@ -111,7 +111,9 @@ static uint32_t crc32_of(const uint8_t *p, size_t n) {
  *   3  a rows event, plain when its body starts with the header registered for its type,
  *      table id and flags, and the table entry that header was registered with is still
  *      the one of the table id; its rows are counted where that entry says the table is
- *      captured.
+ *      captured;
+ *   4  a QUERY, plain when its statement is BEGIN (MySQL's start of a transaction after
+ *      its GTID event).
  * A table entry is (body, captured, sizes, json_bitmap): the TABLE_MAP's body, whether the
  * table's rows count, count_rows' sizes and the JSON bitmap's bytes of a partial update.
  * A rows header is (header, table key, table entry, images, partial), keyed by the event
@@ -125,6 +127,7 @@ typedef struct {
     PyObject_HEAD
     uint8_t modes[256];
     int id_width;       /* bytes of a table id at the start of a body: 6, or 4 */
+    int query_header;   /* bytes of a QUERY event's post-header (13 since MySQL 5.0) */
     PyObject *tables;   /* dict: table id -> table entry */
     PyObject *headers;  /* dict: type, table id and flags (bytes) -> rows header */
 } PlainEvents;
@@ -144,13 +147,15 @@ static PyObject *header_key(PlainEvents *self, int type, const uint8_t *body) {
     return PyBytes_FromStringAndSize((const char *)key, (Py_ssize_t)(n + 1));
 }
 
-/* A table id width of 4 or 6; a new width forgets what was registered, which was read
- * with the old one. */
-static int set_id_width(PlainEvents *self, int id_width) {
-    if (id_width != 4 && id_width != 6) {
-        PyErr_SetString(PyExc_ValueError, "PlainEvents: a table id width of 4 or 6");
+/* A table id width of 4 or 6 and a QUERY post-header of 13 bytes or more; a new width
+ * forgets what was registered, which was read with the old one. */
+static int set_format(PlainEvents *self, int id_width, int query_header) {
+    if ((id_width != 4 && id_width != 6) || query_header < 13 || query_header > 255) {
+        PyErr_SetString(PyExc_ValueError,
+                        "PlainEvents: a table id width of 4 or 6, a QUERY post-header of 13-255");
         return -1;
     }
+    self->query_header = query_header;
     if (id_width != self->id_width) {
         PyDict_Clear(self->tables);
         PyDict_Clear(self->headers);
@@ -164,33 +169,32 @@ static int plain_init(PlainEvents *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist)) return -1;
     memset(self->modes, 0, 256);
     self->id_width = 6;
+    self->query_header = 13;
     Py_XSETREF(self->tables, PyDict_New());
     Py_XSETREF(self->headers, PyDict_New());
     return self->tables && self->headers ? 0 : -1;
 }
 
-/* set_modes(modes, id_width): 256 bytes, each 0-3, by event type */
-static PyObject *plain_set_modes(PlainEvents *self, PyObject *args) {
+/* set_modes(modes): 256 bytes, each 0-4, by event type */
+static PyObject *plain_set_modes(PlainEvents *self, PyObject *arg) {
     Py_buffer modes;
-    int id_width;
-    if (!PyArg_ParseTuple(args, "y*i", &modes, &id_width)) return NULL;
+    if (PyObject_GetBuffer(arg, &modes, PyBUF_SIMPLE) < 0) return NULL;
     int bad = modes.len != 256;
-    for (Py_ssize_t i = 0; !bad && i < 256; i++) bad = ((const uint8_t *)modes.buf)[i] > 3;
+    for (Py_ssize_t i = 0; !bad && i < 256; i++) bad = ((const uint8_t *)modes.buf)[i] > 4;
     if (!bad) memcpy(self->modes, modes.buf, 256);
     PyBuffer_Release(&modes);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "PlainEvents.set_modes: 256 modes of 0-3");
+        PyErr_SetString(PyExc_ValueError, "PlainEvents.set_modes: 256 modes of 0-4");
         return NULL;
     }
-    if (not_ready(self) || set_id_width(self, id_width) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-/* set_id_width(id_width): the FORMAT_DESCRIPTION's table id width, modes kept */
-static PyObject *plain_set_id_width(PlainEvents *self, PyObject *arg) {
-    int id_width = (int)PyLong_AsLong(arg);
-    if (id_width == -1 && PyErr_Occurred()) return NULL;
-    if (not_ready(self) || set_id_width(self, id_width) < 0) return NULL;
+/* set_format(id_width, query_header): what the FORMAT_DESCRIPTION says, modes kept */
+static PyObject *plain_set_format(PlainEvents *self, PyObject *args) {
+    int id_width, query_header;
+    if (!PyArg_ParseTuple(args, "ii", &id_width, &query_header)) return NULL;
+    if (not_ready(self) || set_format(self, id_width, query_header) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -287,6 +291,17 @@ static PyObject *plain_clear(PlainEvents *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* Whether a QUERY event's body holds the statement BEGIN: post-header (thread id 4, exec
+ * time 4, schema length 1, error code 2, status-vars length 2, then what a later server
+ * adds), status vars, schema and its NUL, then the statement to the end. */
+static int is_begin(PlainEvents *self, const uint8_t *body, size_t n) {
+    size_t header = (size_t)self->query_header;
+    if (n < header) return 0;
+    size_t status_len = (size_t)le(body + 11, 2), schema_len = body[8];
+    size_t start = header + status_len + schema_len + 1;
+    return start <= n && n - start == 5 && memcmp(body + start, "BEGIN", 5) == 0;
+}
+
 /* The rows of a plain event (>= 0), -1 where the event is not plain, -2 with an error set
  * (FramingError where a plain event's row data is malformed). */
 static Py_ssize_t plain_rows(PlainEvents *self, int type, const uint8_t *body, size_t n,
@@ -294,6 +309,7 @@ static Py_ssize_t plain_rows(PlainEvents *self, int type, const uint8_t *body, s
     int mode = self->modes[type];
     if (mode == 0) return -1;
     if (mode == 1) return 0;
+    if (mode == 4) return is_begin(self, body, n) ? 0 : -1;
     if (!self->tables || !self->headers) return -1;
     if (mode == 2) {
         if (n < (size_t)self->id_width) return -1;
@@ -378,8 +394,9 @@ static PyObject *plain_rows_of(PlainEvents *self, PyObject *args) {
 }
 
 static PyMethodDef plain_methods[] = {
-    {"set_modes", (PyCFunction)plain_set_modes, METH_VARARGS, "set_modes(modes, id_width)"},
-    {"set_id_width", (PyCFunction)plain_set_id_width, METH_O, "set_id_width(id_width)"},
+    {"set_modes", (PyCFunction)plain_set_modes, METH_O, "set_modes(modes)"},
+    {"set_format", (PyCFunction)plain_set_format, METH_VARARGS,
+     "set_format(id_width, query_header)"},
     {"table", (PyCFunction)plain_table, METH_VARARGS,
      "table(table_id, body, captured, sizes, json_bitmap)"},
     {"rows_header", (PyCFunction)plain_rows_header, METH_VARARGS,

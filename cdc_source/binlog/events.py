@@ -430,7 +430,7 @@ class EventReader:
             self.format = parse_format_description(event.body)
             self.next_start = max(self.next_start, event.end_pos)
             if self.plain is not None:
-                self.plain.format_changed(self.format.post_header_len(c.TABLE_MAP, 8))
+                self.plain.format_changed(self.format)
             return None
         if event.type in _HEARTBEATS:  # a blocking dump's sign of life, at no position
             return None

@@ -8,6 +8,8 @@ An event is plain for a pass where it is of a type that
 - no listener wants (a transaction's XID event, for most passes): mode 1;
 - only the row count wants, and it is a TABLE_MAP whose body is the one the count
   registered for its table id: mode 2 (the count already holds that map);
+- a QUERY whose statement is BEGIN, where every listener that wants QUERY events takes
+  BEGIN as nothing (MySQL writes one after each row transaction's GTID event): mode 4;
 - only the row count wants, and it is a rows event (not a compressed one) whose header
   is the one the count registered for its type, table id and flags, with that header's
   table map still the current one for the table id: mode 3. The C splitter counts its
@@ -47,7 +49,7 @@ NEVER_PLAIN = frozenset(
         c.TRANSACTION_PAYLOAD,
     }
 )
-ALWAYS, TABLE_MAPS, ROWS = 1, 2, 3  # the modes of a plain type (the C PlainEvents')
+ALWAYS, TABLE_MAPS, ROWS, BEGINS = 1, 2, 3, 4  # the modes of a plain type (the C one's)
 _NO_LIMIT = 0xFFFFFFFF
 
 
@@ -77,11 +79,10 @@ class PlainEvents:
     def __init__(self, native) -> None:
         self.native = native
         self.until: tuple[int, int] | None = None  # (file number, position): fold none past
-        self._id_width = 6
 
     def use(self, modes: bytes, until: tuple[int, int] | None) -> None:
         """The modes of a pass (256 bytes, by event type) and where it stops reading."""
-        self.native.set_modes(modes, self._id_width)
+        self.native.set_modes(modes)
         self.until = until
 
     def stop_in(self, file: str) -> int:
@@ -93,10 +94,12 @@ class PlainEvents:
             return _NO_LIMIT
         return self.until[1] if number == self.until[0] else 0
 
-    def format_changed(self, table_map_post_header: int) -> None:
-        """A FORMAT_DESCRIPTION: what was registered was registered under another format."""
-        self._id_width = 4 if table_map_post_header == 6 else 6
-        self.native.set_id_width(self._id_width)
+    def format_changed(self, fmt) -> None:
+        """A FORMAT_DESCRIPTION (its :class:`~cdc_source.binlog.events.Format`): table ids
+        are 4 bytes where the table map's post-header is 6, else 6; a new width forgets
+        what was registered under the old one."""
+        id_width = 4 if fmt.post_header_len(c.TABLE_MAP, 8) == 6 else 6
+        self.native.set_format(id_width, fmt.post_header_len(c.QUERY, 13))
 
     def table(
         self, table_id: int, body: bytes, captured: bool, sizes: bytes, json_bitmap: int
@@ -119,20 +122,21 @@ def new_plain_events(decoder: str | None = "auto") -> PlainEvents | None:
     return PlainEvents(framing.plain_events())
 
 
-def plain_modes(wanted: list[tuple[frozenset[int] | None, frozenset[int]]], counts: bool) -> bytes:
-    """The mode of every event type for listeners that want ``(kinds, plain_kinds)``
-    (``kinds`` None: every type); ``counts``: the one listener with plain kinds keeps a
-    registry (else none of its types is plain)."""
+def plain_modes(wanted: list[tuple[frozenset[int] | None, frozenset[int], bool]]) -> bytes:
+    """The mode of every event type for listeners that want ``(kinds, plain_kinds,
+    counts)`` (``kinds`` None: every type; ``counts``: the listener keeps the registry the
+    pass folds with, which holds its table maps and rows headers)."""
     modes = bytearray(256)
     for event_type in range(256):
         if event_type in NEVER_PLAIN:
             continue
-        wanting = [
-            (kinds, plain) for kinds, plain in wanted if kinds is None or event_type in kinds
-        ]
+        wanting = [w for w in wanted if w[0] is None or event_type in w[0]]
         if not wanting:
             modes[event_type] = ALWAYS
-        elif counts and len(wanting) == 1 and event_type in wanting[0][1]:
+        elif event_type == c.QUERY:
+            if all(c.QUERY in plain for _, plain, _ in wanting):
+                modes[event_type] = BEGINS
+        elif len(wanting) == 1 and wanting[0][2] and event_type in wanting[0][1]:
             if event_type == c.TABLE_MAP:
                 modes[event_type] = TABLE_MAPS
             elif event_type in c.ROW_EVENTS and not c.ROW_EVENTS[event_type][2]:

@@ -123,11 +123,13 @@ def plain_input(checksum: bool, stream: bytes) -> bytes:
 
 def _plain_modes() -> bytes:
     from cdc_source.binlog import constants as c
-    from cdc_source.binlog.plain_events import NEVER_PLAIN, ROWS, TABLE_MAPS
+    from cdc_source.binlog.plain_events import BEGINS, NEVER_PLAIN, ROWS, TABLE_MAPS
 
     modes = bytearray(256)
     for event_type in range(256):
-        if event_type == c.TABLE_MAP:
+        if event_type == c.QUERY:
+            modes[event_type] = BEGINS
+        elif event_type == c.TABLE_MAP:
             modes[event_type] = TABLE_MAPS
         elif event_type in c.ROW_EVENTS:
             modes[event_type] = ROWS
@@ -146,7 +148,8 @@ def plain(data: bytes) -> None:
         return
     flags, header_len, columns = data[0], data[1], data[2] % 16
     registry = _framing.PlainEvents()
-    registry.set_modes(_plain_modes(), 4 if flags & 4 else 6)
+    registry.set_modes(_plain_modes())
+    registry.set_format(4 if flags & 4 else 6, 13 + (flags >> 6))
     sizes = b"".join(
         (0x80000000 | (1 + i % 2) if i % 3 == 0 else i + 1).to_bytes(4, "little")
         for i in range(columns)

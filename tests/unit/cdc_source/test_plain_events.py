@@ -14,6 +14,7 @@ from cdc_source.binlog import framing
 from cdc_source.binlog.events import Event, parse_format_description
 from cdc_source.binlog.plain_events import (
     ALWAYS,
+    BEGINS,
     PLAIN_RUN,
     ROWS,
     TABLE_MAPS,
@@ -36,7 +37,7 @@ needs_native = pytest.mark.skipif(
 
 
 def test_a_type_no_listener_wants_is_always_plain_and_a_transaction_start_never():
-    modes = plain_modes([(_GTIDS, frozenset()), (_QUERIES, frozenset())], counts=False)
+    modes = plain_modes([(_GTIDS, frozenset(), False), (_QUERIES, frozenset(), False)])
     assert modes[c.XID] == ALWAYS
     assert modes[c.TABLE_MAP] == ALWAYS and modes[c.WRITE_ROWS_V2] == ALWAYS
     for kind in (c.GTID, c.MARIADB_GTID, c.QUERY, c.PREVIOUS_GTIDS):
@@ -46,17 +47,36 @@ def test_a_type_no_listener_wants_is_always_plain_and_a_transaction_start_never(
 
 
 def test_table_maps_and_rows_are_plain_only_where_the_row_count_alone_wants_them():
-    counted = (_COUNTED, ROW_KINDS)
-    modes = plain_modes([(_GTIDS, frozenset()), counted], counts=True)
+    counted = (_COUNTED, ROW_KINDS, True)
+    modes = plain_modes([(_GTIDS, frozenset(), False), counted])
     assert modes[c.TABLE_MAP] == TABLE_MAPS
     assert modes[c.WRITE_ROWS_V2] == ROWS and modes[c.PARTIAL_UPDATE_ROWS] == ROWS
     assert modes[c.WRITE_ROWS_COMPRESSED] == 0  # never registered: seen one by one
     assert modes[c.TRANSACTION_PAYLOAD] == 0
-    watcher = (frozenset({c.TABLE_MAP}), frozenset())  # (the signal table's)
-    modes = plain_modes([counted, watcher], counts=True)
+    watcher = (frozenset({c.TABLE_MAP}), frozenset(), False)  # (the signal table's)
+    modes = plain_modes([counted, watcher])
     assert modes[c.TABLE_MAP] == 0 and modes[c.WRITE_ROWS_V2] == ROWS
-    assert plain_modes([counted], counts=False)[c.WRITE_ROWS_V2] == 0  # no registry
-    assert plain_modes([(None, frozenset())], counts=False) == bytes(256)
+    no_registry = (_COUNTED, ROW_KINDS, False)
+    assert plain_modes([no_registry])[c.WRITE_ROWS_V2] == 0
+    assert plain_modes([(None, frozenset(), False)]) == bytes(256)
+
+
+def test_a_begin_is_plain_where_every_listener_of_queries_takes_it_as_nothing():
+    statements = (_QUERIES, frozenset({c.QUERY}), False)
+    xa = (frozenset({c.QUERY, c.XA_PREPARE}), frozenset({c.QUERY}), False)
+    assert plain_modes([statements, xa])[c.QUERY] == BEGINS
+    assert plain_modes([statements, (_QUERIES, frozenset(), False)])[c.QUERY] == 0
+    assert plain_modes([statements])[c.QUERY_COMPRESSED] == 0
+
+
+@needs_native
+def test_only_a_query_whose_statement_is_begin_is_plain():
+    registry = _registry()
+    assert registry.rows(c.QUERY, enc.query_body("shop", "BEGIN")) == 0
+    assert registry.rows(c.QUERY, enc.query_body("", "BEGIN")) == 0
+    for text in ("BEGIN ", "begin", "COMMIT", "XA START X'61',X'',1", "BEGI", ""):
+        assert registry.rows(c.QUERY, enc.query_body("shop", text)) is None
+    assert registry.rows(c.QUERY, b"\x00" * 12) is None  # shorter than its post-header
 
 
 # -- the C registry ------------------------------------------------------------------------
@@ -75,8 +95,8 @@ def _rows_body(ids: list[int], table_id: int = TABLE_ID, flags: int = 1) -> byte
 
 def _registry(table_body: bytes | None = None, captured: bool = True):
     registry = framing.plain_events()
-    modes = plain_modes([(_COUNTED, ROW_KINDS)], counts=True)
-    registry.set_modes(modes, 6)
+    statements = (_QUERIES, frozenset({c.QUERY}), False)
+    registry.set_modes(plain_modes([(_COUNTED, ROW_KINDS, True), statements]))
     if table_body is not None:
         _register_table(registry, table_body, captured)
     return registry
