@@ -147,8 +147,9 @@ static PyObject *header_key(PlainEvents *self, int type, const uint8_t *body) {
     return PyBytes_FromStringAndSize((const char *)key, (Py_ssize_t)(n + 1));
 }
 
-/* A table id width of 4 or 6 and a QUERY post-header of 13 bytes or more; a new width
- * forgets what was registered, which was read with the old one. */
+/* A table id width of 4 or 6 and a QUERY post-header of 13 bytes or more, from a
+ * FORMAT_DESCRIPTION: what was registered under the format before is forgotten (the
+ * row count's own cache of headers holds them per format too). */
 static int set_format(PlainEvents *self, int id_width, int query_header) {
     if ((id_width != 4 && id_width != 6) || query_header < 13 || query_header > 255) {
         PyErr_SetString(PyExc_ValueError,
@@ -156,11 +157,9 @@ static int set_format(PlainEvents *self, int id_width, int query_header) {
         return -1;
     }
     self->query_header = query_header;
-    if (id_width != self->id_width) {
-        PyDict_Clear(self->tables);
-        PyDict_Clear(self->headers);
-        self->id_width = id_width;
-    }
+    self->id_width = id_width;
+    PyDict_Clear(self->tables);
+    PyDict_Clear(self->headers);
     return 0;
 }
 

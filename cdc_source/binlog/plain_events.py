@@ -96,8 +96,8 @@ class PlainEvents:
 
     def format_changed(self, fmt) -> None:
         """A FORMAT_DESCRIPTION (its :class:`~cdc_source.binlog.events.Format`): table ids
-        are 4 bytes where the table map's post-header is 6, else 6; a new width forgets
-        what was registered under the old one."""
+        are 4 bytes where the table map's post-header is 6, else 6. What was registered
+        under the format before is forgotten, as the row count's header cache is."""
         id_width = 4 if fmt.post_header_len(c.TABLE_MAP, 8) == 6 else 6
         self.native.set_format(id_width, fmt.post_header_len(c.QUERY, 13))
 
