@@ -217,14 +217,19 @@ def _one_pass_counted(binlog, start, head, limit, flavor, source=None):
     return end, compact(state), scan.changes(start, end), xa.oldest_unresolved(), taken
 
 
-@settings(max_examples=100, deadline=None)
-@given(
+# A generated range: its transactions, how many to skip before the start, the limit's
+# rows and bytes, the flavour.
+_RANGES = (
     _ITEMS,
     st.integers(0, 6),
     st.one_of(st.none(), st.integers(1, 12)),
     st.one_of(st.none(), st.integers(60, 3000)),
     st.sampled_from(["mysql", "mariadb"]),
 )
+
+
+@settings(max_examples=100, deadline=None)
+@given(*_RANGES)
 def test_one_pass_equals_the_references_computed_apart(items, skip, max_rows, max_bytes, flavor):
     binlog, transactions = _binlog(items, flavor)
     if len(transactions) < 2:
@@ -259,14 +264,7 @@ NATIVE = pytest.mark.skipif(
 
 @NATIVE
 @settings(max_examples=100, deadline=None)
-@given(
-    _ITEMS,
-    st.integers(0, 6),
-    st.one_of(st.none(), st.integers(1, 12)),
-    st.one_of(st.none(), st.integers(60, 3000)),
-    st.sampled_from(["mysql", "mariadb"]),
-    st.sampled_from([97, 4096, 1 << 20]),
-)
+@given(*_RANGES, st.sampled_from([97, 4096, 1 << 20]))
 def test_a_pass_folding_plain_events_finds_what_a_pass_over_every_event_finds(
     items, skip, max_rows, max_bytes, flavor, chunk
 ):
