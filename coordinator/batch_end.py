@@ -183,7 +183,7 @@ class RowLimit(Listener):
     def plain_events(self):
         return self.count.plain
 
-    def take_plain(self, run, where: Where) -> None:
+    def take_plain(self, run, reader, where: Where) -> None:
         self.rows += run.rows
 
     def full(self, where: Where, size: int) -> bool:

@@ -57,8 +57,8 @@ its table maps and rows events, where it is the only listener of their type, cou
 against the registry it keeps (``plain_events()``); the table statements and the XA
 transactions a QUERY whose statement is BEGIN, which is nothing to either. Such events are
 folded by the C splitter into a :class:`~cdc_source.binlog.plain_events.PlainRun`, and a
-listener with ``plain_kinds`` gets ``take_plain(run, where)`` in place of ``see`` for the
-events a run stands for. An event no listener wants is folded too. Every other call is
+listener with ``plain_kinds`` gets ``take_plain(run, reader, where)`` in place of ``see``
+for the events a run stands for. An event no listener wants is folded too. Every other call is
 as above: a run is never a transaction start, so the boundaries, sizes and ends are those
 of the events themselves (:mod:`cdc_source.binlog.plain_events`).
 """
@@ -94,7 +94,7 @@ class Listener:
         """The registry of the plain events of ``plain_kinds`` (None: none is plain)."""
         return None
 
-    def take_plain(self, run, where: Where) -> None:
+    def take_plain(self, run, reader, where: Where) -> None:
         pass
 
     def full(self, where: Where, size: int) -> bool:
@@ -151,11 +151,12 @@ class Walk:
         self._boundary = [
             lst.boundary for lst in self.listeners if type(lst).boundary is not Listener.boundary
         ]
-        self._plain_takers = [
+        # a plain run is handed on as an event of its own type is
+        self._wants[PLAIN_RUN] = tuple(
             lst.take_plain
             for lst in self.listeners
             if type(lst).take_plain is not Listener.take_plain
-        ]
+        )
         self.plain, self._modes = self._plain_events()
         self._attached = False  # a reader folds this walk's plain events once past the start
         self._until: Where | None = None
@@ -163,9 +164,10 @@ class Walk:
     def _plain_events(self) -> tuple[PlainEvents | None, bytes]:
         """The registry of this walk's plain events and the modes of its event types:
         the registry of the one listener that keeps one (the row count), or a new one."""
-        counters = [lst for lst in self.listeners if lst.plain_events() is not None]
-        counter = counters[0] if len(counters) == 1 else None
-        registry = counter.plain_events() if counter is not None else new_plain_events()
+        registries = [(lst, lst.plain_events()) for lst in self.listeners]
+        registries = [(lst, registry) for lst, registry in registries if registry is not None]
+        counter, registry = registries[0] if len(registries) == 1 else (None, None)
+        registry = registry or new_plain_events()
         if registry is None:
             return None, b""
         wanted = [(lst.kinds, lst.plain_kinds, lst is counter) for lst in self.listeners]
@@ -202,14 +204,6 @@ class Walk:
             if self._attached:
                 self.attach(reader, (self.start_file, self.start_pos), self._until)
         previous = self.previous
-        if kind == PLAIN_RUN:
-            for take in self._plain_takers:
-                take(event, where)
-            file = event.file
-            self.size += event.end_pos - (previous[1] if previous[0] == file else 0)
-            self.previous = (file, event.end_pos)
-            self.reached = where
-            return None
         if kind in TRANSACTION_STARTS:
             if self.transactions and previous[0] == event.file:
                 here = (previous[0], previous[1], (self._number, previous[1]))
