@@ -11,10 +11,17 @@
  *                     microseconds since 1970-01-01 00:00:00 (Arrow's timestamp[us]);
  *   decimal128        DECIMAL (and BIGINT UNSIGNED) text, [-]D+[.D+], as Arrow's
  *                     decimal128 of a given precision and scale;
+ *   integers          integer text, [-]D+, as Arrow's int8, int16, int32 or int64;
+ *   integer_sort_keys integer text as the 9 bytes of its sort key (cdc_source/keys.py):
+ *                     the value sign-extended to 72 bits, big-endian, top bit flipped;
  *   hex_seq           a chunk's _seq: one prefix, then each key's bytes as lower-case hex.
  *
+ * A column's dates are seldom all different (a DATETIME column of recent rows shares a
+ * handful of days), so the temporal parsers remember the last date's ten bytes and its
+ * day number, and parse a date only when its bytes differ from the last one's.
+ *
  * reader/text_columns.py (Arrow's casts, _time_micros) and reader/key_columns.py
- * (hex_column) are the pure-Python twins; the tests compare the two. A parser returns
+ * (hex_column, and the NumPy key bytes of integers) are the pure-Python twins; the tests compare the two. A parser returns
  * None for a column with any value it does not take (another shape; a zero or invalid
  * date; year 0; more digits than the precision or the scale allow; more than nine digits
  * of hours): the twin, which is the reference, then types that column.
@@ -109,6 +116,13 @@ static int is_valid(const Binary *b, Py_ssize_t i) {
     return (b->bits[bit >> 3] >> (bit & 7)) & 1;
 }
 
+/* The last date a column's parser took: its ten bytes and its day number. */
+typedef struct {
+    uint8_t text[10];
+    int64_t days;
+    int held;
+} DateMemo;
+
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
 /* 1 with *micros set if text[p..n) is empty or .f{1,6}: the microseconds it spells. */
@@ -132,7 +146,9 @@ static int parse_fraction(const uint8_t *text, Py_ssize_t n, Py_ssize_t p, int64
 
 /* 1 with *micros set if text[0..n) is [-]H+:MM:SS[.f{1,6}] with at most MAX_HOUR_DIGITS
  * of hours; 0 if not (the caller leaves the column to the Python twin). */
-static int parse_time(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
+static inline int parse_time(const uint8_t *text, Py_ssize_t n, int64_t *micros,
+                             DateMemo *memo) {
+    (void)memo;
     Py_ssize_t p = 0;
     int negative = 0;
     if (p < n && text[p] == '-') {
@@ -187,7 +203,7 @@ static int64_t days_from_civil(int64_t year, int64_t month, int64_t day) {
 }
 
 /* 1 with *days set if text[0..10) is a valid YYYY-MM-DD of years 1..9999. */
-static int parse_date(const uint8_t *text, Py_ssize_t n, int64_t *days) {
+static int parse_date_once(const uint8_t *text, Py_ssize_t n, int64_t *days) {
     int year, month, day;
     if (n < 10 || text[4] != '-' || text[7] != '-') return 0;
     if (!fixed_digits(text, 4, &year) || !fixed_digits(text + 5, 2, &month) ||
@@ -199,11 +215,26 @@ static int parse_date(const uint8_t *text, Py_ssize_t n, int64_t *days) {
     return 1;
 }
 
+/* parse_date_once, answered from ``memo`` when text[0..10) is the date it holds. */
+static inline int parse_date(const uint8_t *text, Py_ssize_t n, int64_t *days, DateMemo *memo) {
+    if (n < 10) return 0;
+    if (memo->held && memcmp(text, memo->text, 10) == 0) {
+        *days = memo->days;
+        return 1;
+    }
+    if (!parse_date_once(text, n, days)) return 0;
+    memcpy(memo->text, text, 10);
+    memo->days = *days;
+    memo->held = 1;
+    return 1;
+}
+
 /* 1 with *micros set if text[0..n) is YYYY-MM-DD HH:MM:SS[.f{1,6}], valid. */
-static int parse_datetime(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
+static inline int parse_datetime(const uint8_t *text, Py_ssize_t n, int64_t *micros,
+                                 DateMemo *memo) {
     int64_t days;
     int hour, minute, second;
-    if (n < 19 || !parse_date(text, 10, &days) || text[10] != ' ' || text[13] != ':' ||
+    if (n < 19 || !parse_date(text, 10, &days, memo) || text[10] != ' ' || text[13] != ':' ||
         text[16] != ':')
         return 0;
     if (!fixed_digits(text + 11, 2, &hour) || !fixed_digits(text + 14, 2, &minute) ||
@@ -216,6 +247,23 @@ static int parse_datetime(const uint8_t *text, Py_ssize_t n, int64_t *micros) {
 }
 
 #ifdef __SIZEOF_INT128__
+/* The value of the digits text[from..to), at most 38 of them: gathered in 64 bits while
+ * they fit (18 digits always do), so the common DECIMAL never multiplies in 128. */
+static inline __int128 digits_value(const uint8_t *text, Py_ssize_t from, Py_ssize_t to,
+                                    __int128 value) {
+    while (from < to) {
+        Py_ssize_t run = to - from < 18 ? to - from : 18;
+        uint64_t part = 0, scale = 1;
+        for (Py_ssize_t p = from; p < from + run; p++) {
+            part = part * 10 + (uint64_t)(text[p] - '0');
+            scale *= 10;
+        }
+        value = value == 0 ? (__int128)part : value * (__int128)scale + (__int128)part;
+        from += run;
+    }
+    return value;
+}
+
 /* 1 with *units set if text[0..n) is [-]D+[.D+] with at most ``scale`` fraction digits
  * and at most ``precision`` digits in all once scaled: the unscaled value. */
 static int parse_decimal(const uint8_t *text, Py_ssize_t n, int precision, int scale,
@@ -226,28 +274,27 @@ static int parse_decimal(const uint8_t *text, Py_ssize_t n, int precision, int s
         negative = 1;
         p++;
     }
-    __int128 value = 0;
-    int whole = 0, fraction = 0, significant = 0;
-    while (p < n && is_digit(text[p])) {
-        if (significant || text[p] != '0') significant++;
-        if (significant > precision) return 0;
-        value = value * 10 + (text[p] - '0');
-        whole++;
-        p++;
-    }
-    if (whole == 0 || significant + scale > precision) return 0;
+    Py_ssize_t whole_start = p;
+    while (p < n && text[p] == '0') p++;
+    Py_ssize_t significant_start = p;
+    while (p < n && is_digit(text[p])) p++;
+    Py_ssize_t whole_end = p;
+    Py_ssize_t significant = whole_end - significant_start;
+    if (whole_end == whole_start || significant + scale > precision) return 0;
+    Py_ssize_t fraction_start = p, fraction_end = p;
     if (p < n) {
         if (text[p] != '.') return 0;
-        p++;
-        while (p < n && is_digit(text[p])) {
-            if (fraction == scale) return 0;
-            value = value * 10 + (text[p] - '0');
-            fraction++;
-            p++;
-        }
-        if (fraction == 0 || p != n) return 0;
+        fraction_start = ++p;
+        while (p < n && is_digit(text[p])) p++;
+        fraction_end = p;
+        if (fraction_end == fraction_start || fraction_end - fraction_start > scale || p != n)
+            return 0;
     }
-    for (; fraction < scale; fraction++) value *= 10; /* <= precision digits in all */
+    /* significant + scale <= precision <= 38 digits in all, once scaled. */
+    __int128 value = digits_value(text, significant_start, whole_end, 0);
+    value = digits_value(text, fraction_start, fraction_end, value);
+    for (Py_ssize_t zeros = scale - (fraction_end - fraction_start); zeros > 0; zeros--)
+        value *= 10;
     *units = negative ? -value : value;
     return 1;
 }
@@ -276,11 +323,13 @@ static PyObject *column_result(Binary *b, PyObject *values) {
     return Py_BuildValue("(NN)", bits, values);
 }
 
-typedef int (*int64_parser)(const uint8_t *, Py_ssize_t, int64_t *);
+typedef int (*int64_parser)(const uint8_t *, Py_ssize_t, int64_t *, DateMemo *);
 
 /* (validity|None, values) of ``width``-byte little-endian values, or None (a value the
  * parser does not take). */
-static PyObject *parsed_column(PyObject *args, int64_parser parse, int width) {
+static inline __attribute__((always_inline)) PyObject *parsed_column(PyObject *args,
+                                                                     int64_parser parse,
+                                                                     int width) {
     PyObject *validity, *offsets, *data;
     Py_ssize_t offset, length;
     if (!PyArg_ParseTuple(args, "OOOnn", &validity, &offsets, &data, &offset, &length))
@@ -296,12 +345,11 @@ static PyObject *parsed_column(PyObject *args, int64_parser parse, int width) {
         return NULL;
     }
     char *out = PyBytes_AS_STRING(values);
-    memset(out, 0, (size_t)(length * width));
+    DateMemo memo = {.held = 0};
     for (Py_ssize_t i = 0; i < length; i++) {
-        if (!is_valid(&b, i)) continue;
+        int64_t value = 0; /* a NULL's slot holds 0 */
         int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
-        int64_t value;
-        if (!parse(b.bytes + from, to - from, &value)) {
+        if (is_valid(&b, i) && !parse(b.bytes + from, to - from, &value, &memo)) {
             Py_DECREF(values);
             binary_release(&b);
             Py_RETURN_NONE;
@@ -320,8 +368,9 @@ static PyObject *time_micros(PyObject *module, PyObject *args) {
     return parsed_column(args, parse_time, 8);
 }
 
-static int parse_date_text(const uint8_t *text, Py_ssize_t n, int64_t *days) {
-    return n == 10 && parse_date(text, n, days);
+static inline int parse_date_text(const uint8_t *text, Py_ssize_t n, int64_t *days,
+                                  DateMemo *memo) {
+    return n == 10 && parse_date(text, n, days, memo);
 }
 
 static PyObject *date_days(PyObject *module, PyObject *args) {
@@ -373,8 +422,153 @@ static PyObject *decimal128(PyObject *module, PyObject *args) {
 #endif
 }
 
+/* 1 with *negative and *magnitude set if text[0..n) is [-]D+ whose magnitude fits 64
+ * bits. */
+static inline int parse_integer(const uint8_t *text, Py_ssize_t n, int *negative,
+                                uint64_t *magnitude) {
+    Py_ssize_t p = 0;
+    *negative = n > 0 && text[0] == '-';
+    p += *negative;
+    if (p == n) return 0;
+    uint64_t value = 0;
+    for (; p < n; p++) {
+        if (!is_digit(text[p])) return 0;
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(text[p] - '0'), &value))
+            return 0;
+    }
+    *magnitude = value;
+    return 1;
+}
+
+/* 1 with *value set if text[0..n) is [-]D+ within [low, high]. */
+static inline int parse_signed(const uint8_t *text, Py_ssize_t n, int64_t low, int64_t high,
+                               int64_t *value) {
+    int negative;
+    uint64_t magnitude;
+    if (!parse_integer(text, n, &negative, &magnitude)) return 0;
+    if (negative) {
+        if (magnitude > (uint64_t)high + 1) return 0; /* |INT64_MIN| = INT64_MAX + 1 */
+        *value = magnitude == (uint64_t)high + 1 ? low : -(int64_t)magnitude;
+        return 1;
+    }
+    if (magnitude > (uint64_t)high) return 0;
+    *value = (int64_t)magnitude;
+    return 1;
+}
+
+static PyObject *integers(PyObject *module, PyObject *args) {
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int width;
+    if (!PyArg_ParseTuple(args, "OOOnni", &validity, &offsets, &data, &offset, &length, &width))
+        return NULL;
+    if (width != 1 && width != 2 && width != 4 && width != 8) {
+        PyErr_SetString(PyExc_ValueError, "an integer is 1, 2, 4 or 8 bytes wide");
+        return NULL;
+    }
+    int64_t high = width == 8 ? INT64_MAX : (((int64_t)1) << (width * 8 - 1)) - 1;
+    int64_t low = -high - 1;
+    Binary b;
+    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
+        binary_release(&b);
+        return NULL;
+    }
+    PyObject *values = PyBytes_FromStringAndSize(NULL, length * (Py_ssize_t)width);
+    if (!values) {
+        binary_release(&b);
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(values);
+    for (Py_ssize_t i = 0; i < length; i++) {
+        int64_t value = 0; /* a NULL's slot holds 0 */
+        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
+        if (is_valid(&b, i) && !parse_signed(b.bytes + from, to - from, low, high, &value)) {
+            Py_DECREF(values);
+            binary_release(&b);
+            Py_RETURN_NONE;
+        }
+        if (width == 8) {
+            memcpy(out + i * 8, &value, 8);
+        } else if (width == 4) {
+            int32_t narrow = (int32_t)value;
+            memcpy(out + i * 4, &narrow, 4);
+        } else if (width == 2) {
+            int16_t narrow = (int16_t)value;
+            memcpy(out + i * 2, &narrow, 2);
+        } else {
+            out[i] = (char)(int8_t)value;
+        }
+    }
+    return column_result(&b, values);
+}
+
+#define SORT_KEY_WIDTH 9
+
+static PyObject *integer_sort_keys(PyObject *module, PyObject *args) {
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int is_unsigned;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &length,
+                          &is_unsigned))
+        return NULL;
+    Binary b;
+    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
+        binary_release(&b);
+        return NULL;
+    }
+    if (length > (INT32_MAX - 1) / SORT_KEY_WIDTH) {
+        binary_release(&b);
+        PyErr_SetString(PyExc_OverflowError, "the keys would pass 2 GiB: fetch fewer rows");
+        return NULL;
+    }
+    PyObject *ends = PyBytes_FromStringAndSize(NULL, (length + 1) * (Py_ssize_t)sizeof(int32_t));
+    PyObject *keys = ends ? PyBytes_FromStringAndSize(NULL, length * SORT_KEY_WIDTH) : NULL;
+    if (!keys) {
+        Py_XDECREF(ends);
+        binary_release(&b);
+        return NULL;
+    }
+    int32_t *out_ends = (int32_t *)PyBytes_AS_STRING(ends);
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(keys);
+    out_ends[0] = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
+        uint64_t bits;
+        uint8_t top; /* the sign extension's byte, before its top bit is flipped */
+        int taken;
+        if (is_unsigned) {
+            int negative;
+            taken = parse_integer(b.bytes + from, to - from, &negative, &bits) && !negative;
+            top = 0x00;
+        } else {
+            int64_t value;
+            taken = parse_signed(b.bytes + from, to - from, INT64_MIN, INT64_MAX, &value);
+            bits = (uint64_t)value;
+            top = value < 0 ? 0xFF : 0x00;
+        }
+        if (!is_valid(&b, i) || !taken) { /* a NULL key, or text the twin must read */
+            Py_DECREF(ends);
+            Py_DECREF(keys);
+            binary_release(&b);
+            Py_RETURN_NONE;
+        }
+        uint8_t *key = out + i * SORT_KEY_WIDTH;
+        key[0] = top ^ 0x80;
+        for (int k = 8; k >= 1; k--) {
+            key[k] = (uint8_t)(bits & 0xFF);
+            bits >>= 8;
+        }
+        out_ends[i + 1] = (int32_t)((i + 1) * SORT_KEY_WIDTH);
+    }
+    binary_release(&b);
+    return Py_BuildValue("(NN)", ends, keys);
+}
+
+/* Each byte's two lower-case hex digits. */
+static char hex_pairs[256][2];
+
 static PyObject *hex_seq(PyObject *module, PyObject *args) {
-    static const char hex[] = "0123456789abcdef";
     Py_buffer prefix;
     PyObject *offsets, *data;
     Py_ssize_t offset, length;
@@ -410,9 +604,8 @@ static PyObject *hex_seq(PyObject *module, PyObject *args) {
         memcpy(out + at, prefix.buf, (size_t)prefix.len);
         at += prefix.len;
         for (int32_t k = b.ends[offset + i]; k < b.ends[offset + i + 1]; k++) {
-            uint8_t byte = b.bytes[k];
-            out[at++] = hex[byte >> 4];
-            out[at++] = hex[byte & 15];
+            memcpy(out + at, hex_pairs[b.bytes[k]], 2);
+            at += 2;
         }
         out_ends[i + 1] = (int32_t)at;
     }
@@ -435,6 +628,13 @@ static PyMethodDef module_methods[] = {
     {"decimal128", decimal128, METH_VARARGS,
      "decimal128(validity|None, offsets, data|None, offset, length, precision, scale) -> "
      "(validity|None, 16-byte unscaled values) or None."},
+    {"integers", integers, METH_VARARGS,
+     "integers(validity|None, offsets, data|None, offset, length, width) -> (validity|None, "
+     "width-byte signed values) or None.\nInteger text, [-]D+, within the width's range."},
+    {"integer_sort_keys", integer_sort_keys, METH_VARARGS,
+     "integer_sort_keys(validity|None, offsets, data|None, offset, length, unsigned) -> "
+     "(int32 offsets, keys) or None.\nThe 9-byte sort key of each integer; None when a value "
+     "is NULL or not [-]D+ within int64 (uint64 if unsigned)."},
     {"hex_seq", hex_seq, METH_VARARGS,
      "hex_seq(prefix, offsets, data|None, offset, length) -> (int32 offsets, text).\n"
      "Per value: the prefix, then the value's bytes as lower-case hex."},
@@ -443,8 +643,16 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef textvalues_module = {
     PyModuleDef_HEAD_INIT, "reader._textvalues",
-    "Snapshot columns from the server's text in C: temporal values, decimals, _seq.",
+    "Snapshot columns from the server's text in C: temporal values, decimals, integers, "
+    "integer sort keys, _seq.",
     -1, module_methods,
 };
 
-PyMODINIT_FUNC PyInit__textvalues(void) { return PyModule_Create(&textvalues_module); }
+PyMODINIT_FUNC PyInit__textvalues(void) {
+    static const char digits[] = "0123456789abcdef";
+    for (int byte = 0; byte < 256; byte++) {
+        hex_pairs[byte][0] = digits[byte >> 4];
+        hex_pairs[byte][1] = digits[byte & 15];
+    }
+    return PyModule_Create(&textvalues_module);
+}

@@ -401,7 +401,9 @@ class ChunkReader:
                 target.file_number, target.pos, chunk.table_index, target.epoch
             )
         selected = writer.columns.output_columns(schema)
-        sort_keys = sort_key_reader(schema, tuple(c.name for c in selected))
+        sort_keys = sort_key_reader(
+            schema, tuple(c.name for c in selected), native=writer.native_text
+        )
         width = len(selected)
         touched = touched_keys(overrides)
         for columns in self._fetches(conn, chunk, writer.columns):

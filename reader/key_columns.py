@@ -100,12 +100,19 @@ def _escaped(values: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(doubled, pa.scalar(b"\x00\x00", pa.binary()), b"")
 
 
-def _component(column: ColumnSpec, text: pa.Array, weight: pa.Array | None) -> pa.Array:
-    """One key column's bytes for a fetch, from its text (and weight) column."""
+def _component(
+    column: ColumnSpec, text: pa.Array, weight: pa.Array | None, native: bool = False
+) -> pa.Array:
+    """One key column's bytes for a fetch, from its text (and weight) column; ``native``:
+    an integer's by :mod:`reader.native_columns` where it takes the column."""
     t = column.data_type
     try:
         if weight is not None:
             return _escaped(weight)
+        if t in _INTEGERS and native:
+            built = native_columns.integer_sort_keys(text, t == "bigint" and column.unsigned)
+            if built is not None:
+                return built
         if t in _INTEGERS:
             if t == "bigint" and column.unsigned:
                 return _numbers(text.cast(pa.uint64()), np.uint64, False, 9)
@@ -161,12 +168,13 @@ def _row_by_row(
 
 
 def sort_key_reader(
-    schema: TableSchema, selected: tuple[str, ...] | None = None
+    schema: TableSchema, selected: tuple[str, ...] | None = None, native: bool = False
 ) -> Callable[[Sequence[pa.Array]], pa.Array]:
     """A function from a fetch's columns (the table's columns, or those named
     ``selected`` when the output leaves some out, then one collation weight per collated
     key column, as ``chunk_reader.select_sql`` selects them) to the binary column of each
-    row's sort key."""
+    row's sort key; ``native``: integer keys' bytes built by
+    :mod:`reader.native_columns`."""
     names = schema.column_names if selected is None else selected
     positions = [names.index(name) for name in schema.primary_key]
     weight_positions: list[int | None] = []
@@ -184,7 +192,9 @@ def sort_key_reader(
         weights = [columns[p] if p is not None else None for p in weight_positions]
         if _LITTLE_ENDIAN:
             try:
-                parts = [_component(c, t, w) for c, t, w in zip(key_columns, texts, weights)]
+                parts = [
+                    _component(c, t, w, native) for c, t, w in zip(key_columns, texts, weights)
+                ]
             except NotColumnar:
                 pass
             else:

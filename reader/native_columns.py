@@ -1,11 +1,13 @@
 """Snapshot columns built by C where ``reader._textvalues`` is built: temporal values
-(TIME, DATE, DATETIME, TIMESTAMP) and decimals (DECIMAL, BIGINT UNSIGNED) from the
-server's text, and ``_seq`` from the chunk's prefix and the key bytes.
+(TIME, DATE, DATETIME, TIMESTAMP), decimals (DECIMAL, BIGINT UNSIGNED) and integers from
+the server's text, the sort keys of integer key columns, and ``_seq`` from the chunk's
+prefix and the key bytes.
 
 Each is one loop over the Arrow buffers instead of one or more Arrow kernels (for TIME a
-regular expression and five kernels; for ``_seq`` a NumPy gather and a join). The Arrow
-paths they replace (the casts of ``reader.text_columns``, its ``_time_micros``, and
-``reader.key_columns.hex_column``) are their pure-Python twins: a task runs the C where
+regular expression and five kernels; for an integer key a cast and five NumPy steps; for
+``_seq`` a NumPy gather and a join). The Arrow paths they replace (the casts of
+``reader.text_columns``, its ``_time_micros``, ``reader.key_columns``' NumPy key bytes
+and its ``hex_column``) are their pure-Python twins: a task runs the C where
 its row decoder is the native one (``scan.binlog.decoder``), so the test matrix runs both,
 and a differential test holds them equal. A column with a value the C does not take
 (another shape, a zero date, more digits than the type holds) is left to the twin: each
@@ -76,6 +78,29 @@ def datetime_micros(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
 def decimals(text: pa.Array, arrow_type: pa.Decimal128Type) -> pa.Array | None:
     """DECIMAL or BIGINT UNSIGNED text as ``arrow_type`` (decimal128), or None."""
     return _parsed("decimal128", text, arrow_type, arrow_type.precision, arrow_type.scale)
+
+
+def integers(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
+    """Integer text (``[-]D+``) as ``arrow_type``, a signed Arrow integer, or None when a
+    value has another shape or lies outside the type."""
+    return _parsed("integers", text, arrow_type, arrow_type.bit_width // 8)
+
+
+def integer_sort_keys(text: pa.Array, unsigned: bool) -> pa.Array | None:
+    """The sort keys (:func:`cdc_source.keys.sort_key`, 9 bytes each) of an integer key
+    column's text, or None when a value is NULL or not an integer of 64 bits (unsigned
+    64 bits for ``unsigned``)."""
+    _, offsets, data, offset, length = _binary_buffers(text)
+    if offsets is None:
+        return pa.array([], pa.binary())
+    validity = text.buffers()[0] if text.null_count else None
+    built = _textvalues.integer_sort_keys(validity, offsets, data, offset, length, unsigned)
+    if built is None:
+        return None
+    ends, keys = built
+    return pa.Array.from_buffers(
+        pa.binary(), length, [None, pa.py_buffer(ends), pa.py_buffer(keys)]
+    )
 
 
 def seq_column(prefix: str, keys: pa.Array) -> pa.Array:

@@ -22,11 +22,13 @@ so :mod:`tests.fuzz.make_seeds` can write real events and result sets in them:
               columns): libmariadb allocates the column definitions for whatever count a
               server sends (an 8-byte length-encoded one asked for 6 GB in
               ``mysql_real_query``), an allocation in the client library, not this code.
-``values``    ``reader._textvalues`` (temporal and decimal text, ``_seq`` as hex): 1 byte
-              mode m; bit 1 set: raw buffers, else the entry point
-              ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their count; a
-              ``decimal128`` input then has 2 bytes, precision and scale, modulo
-              their ranges). Values: each as 1 byte length (255: null) and its bytes,
+``values``    ``reader._textvalues`` (temporal, decimal and integer text, integer sort
+              keys, ``_seq`` as hex): 1 byte mode m; bit 1 set: raw buffers, else the
+              entry point ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their
+              count; a ``decimal128`` input then has 2 bytes, precision and scale,
+              modulo their ranges; an ``integers`` input 1 byte, its width, 1, 2, 4 or
+              8 bytes by its value modulo 4; an ``integer_sort_keys`` input 1 byte,
+              unsigned when odd). Values: each as 1 byte length (255: null) and its bytes,
               made into an Arrow array; a result must equal a pure-Python reference (the
               first value is ``hex_seq``'s prefix). Raw: 1 byte n, 1 byte offset, 4 * (n +
               offset + 1) bytes of int32 offsets, the validity bitmap, then the data,
@@ -254,11 +256,20 @@ def textscan(data: bytes) -> None:
 
 
 NULL_LENGTH = 255
-VALUE_ENTRIES = ("time_micros", "hex_seq", "date_days", "datetime_micros", "decimal128")
+VALUE_ENTRIES = (
+    "time_micros",
+    "hex_seq",
+    "date_days",
+    "datetime_micros",
+    "decimal128",
+    "integers",
+    "integer_sort_keys",
+)
 _TIME = re.compile(rb"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _DATE = re.compile(rb"(\d{4})-(\d\d)-(\d\d)")
 _DATETIME = re.compile(rb"(\d{4}-\d\d-\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _DECIMAL = re.compile(rb"(-?)(\d+)(?:\.(\d+))?")
+_INTEGER = re.compile(rb"-?\d+")
 _EPOCH = datetime.date(1970, 1, 1)
 
 
@@ -342,6 +353,24 @@ def reference_decimal(text: bytes, precision: int, scale: int) -> int | None:
     return -units if sign else units
 
 
+def reference_integer(text: bytes, low: int, high: int) -> int | None:
+    """Integer text (``[-]D+``) within ``[low, high]``."""
+    if _INTEGER.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
+
+
+def reference_sort_key(text: bytes | None, unsigned: bool) -> bytes | None:
+    """An integer's 9-byte sort key: sign-extended to 72 bits, big-endian, the top bit
+    flipped, which is ``value + 2**71`` (``cdc_source.keys``)."""
+    if text is None:
+        return None
+    low, high = (0, 2**64 - 1) if unsigned else (-(2**63), 2**63 - 1)
+    value = reference_integer(text, low, high)
+    return None if value is None else (value + 2**71).to_bytes(9, "big")
+
+
 def _values_as_arrays(values: list[bytes | None]) -> tuple:
     bits, ends, data = bytearray((len(values) + 7) // 8), array.array("i", [0]), bytearray()
     for i, value in enumerate(values):
@@ -396,6 +425,31 @@ def values(data: bytes) -> None:
         built = _textvalues.decimal128(bits, ends, body, 0, len(items), precision, scale)
         _checked(built, items, lambda v: reference_decimal(v, precision, scale), 16)
         return
+    if entry == "integers":
+        if len(data) < 2:
+            return
+        width = (1, 2, 4, 8)[data[1] % 4]
+        items = parse_values_input(data, 2)
+        bits, ends, body = _values_as_arrays(items)
+        built = _textvalues.integers(bits, ends, body, 0, len(items), width)
+        high = 2 ** (8 * width - 1) - 1
+        _checked(built, items, lambda v: reference_integer(v, -high - 1, high), width)
+        return
+    if entry == "integer_sort_keys":
+        if len(data) < 2:
+            return
+        unsigned = bool(data[1] & 1)
+        items = parse_values_input(data, 2)
+        bits, ends, body = _values_as_arrays(items)
+        built = _textvalues.integer_sort_keys(bits, ends, body, 0, len(items), unsigned)
+        expected = [reference_sort_key(v, unsigned) for v in items]
+        if built is None:
+            return  # declined: the twin reads the fetch (it may decline more than needed)
+        assert None not in expected, (items, built)
+        starts = array.array("i", built[0])
+        keys = [built[1][starts[i] : starts[i + 1]] for i in range(len(items))]
+        assert keys == expected, (items, keys, expected)
+        return
     items = parse_values_input(data)
     bits, ends, body = _values_as_arrays(items)
     built = getattr(_textvalues, entry)(bits, ends, body, 0, len(items))
@@ -426,6 +480,8 @@ def _raw_values(data: bytes) -> None:
         lambda: _textvalues.datetime_micros(bits, ends, body, offset, n),
         lambda: _textvalues.decimal128(bits, ends, body, offset, n, 20, 6),
         lambda: _textvalues.hex_seq(b"p.", ends, body, offset, n),
+        lambda: _textvalues.integers(bits, ends, body, offset, n, 8),
+        lambda: _textvalues.integer_sort_keys(bits, ends, body, offset, n, False),
     ):
         try:
             call()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import sort_key
 from cdc_source.sequence import snapshot_seq
+from reader import native_columns
 from reader.key_columns import hex_column, snapshot_seq_column, sort_key_reader
 from reader.text_columns import text_to_python
 
@@ -99,10 +100,39 @@ def test_columnar_keys_equal_per_row_keys_for_every_key_type(data):
     kind = data.draw(st.sampled_from(sorted(KEY_KINDS)))
     column, texts = KEY_KINDS[kind]
     values = data.draw(st.lists(texts, min_size=1, max_size=30))
+    native = data.draw(st.booleans()) and native_columns.native_available()
     schema = TableSchema("db", "t", (column,), (column.name,))
-    keys = sort_key_reader(schema)([_text_array(values)])
+    keys = sort_key_reader(schema, native=native)([_text_array(values)])
     expected = [sort_key(schema, (text_to_python(column, v),)) for v in values]
     assert keys.to_pylist() == expected
+
+
+def _outcome(call) -> tuple:
+    try:
+        return ("keys", call().to_pylist())
+    except Exception as err:  # noqa: BLE001 - the two sides must fail alike
+        return (type(err).__name__, str(err))
+
+
+@SETTINGS
+@given(
+    st.sampled_from(["int", "bigint", "bigint unsigned", "tinyint"]),
+    st.lists(
+        st.none()
+        | st.integers(-(2**65), 2**65).map(str)
+        | st.text(alphabet="+-0123456789 ", max_size=22),
+        min_size=1,
+        max_size=20,
+    ),
+)
+def test_integer_keys_the_c_declines_are_encoded_as_without_it(kind, values):
+    """A NULL, text of another shape or a value past 64 bits: the C declines the fetch,
+    and the keys (or the error) are those of the path without it."""
+    column, _ = KEY_KINDS[kind]
+    schema = TableSchema("db", "t", (column,), (column.name,))
+    text = [_text_array(values)]
+    native = _outcome(lambda: sort_key_reader(schema, native=True)(text))
+    assert native == _outcome(lambda: sort_key_reader(schema, native=False)(text))
 
 
 @SETTINGS
