@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
@@ -77,6 +78,14 @@ class RowOrigins:
 
 
 def _constant(value: pa.Scalar, count: int) -> pa.Array:
+    """``count`` times ``value``. A string (the op column, a database or table name) is
+    built from its buffers: Arrow's fill of a string column costs ten times as much."""
+    if pa.types.is_string(value.type) and value.is_valid:
+        data = value.as_py().encode()
+        if len(data) * count < 2**31:  # int32 offsets
+            offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
+            buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data * count)]
+            return pa.Array.from_buffers(pa.string(), count, buffers)
     return pc.fill_null(pa.nulls(count, value.type), value)
 
 

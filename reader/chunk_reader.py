@@ -148,6 +148,13 @@ def _selected(column: ColumnSpec, name: str) -> str:
     return name
 
 
+def is_utf8_text(column: ColumnSpec) -> bool:
+    """Whether the SELECT reads ``column`` as UTF-8 text (see :func:`_selected`)."""
+    if column.data_type in ("enum", "set"):
+        return True
+    return column.data_type in STRING_TYPES and is_utf8(column.charset)
+
+
 def select_sql(chunk: ChunkSpec, columns: ColumnPolicy = ALL_COLUMNS) -> tuple[str, list]:
     """The chunk's SELECT: the columns the output keeps (``columns``; a column left out is
     not read), then a collation weight per collated key column (:mod:`reader.key_columns`).
@@ -372,10 +379,17 @@ class ChunkReader:
     def _fetches(
         self, conn: SnapshotConnection, chunk: ChunkSpec, columns: ColumnPolicy
     ) -> Iterator[list[pa.Array]]:
-        """The SELECT's columns (the server's text), ``fetch_size`` rows at a time."""
+        """The SELECT's columns (the server's text), ``fetch_size`` rows at a time; a
+        column of UTF-8 text may come as a string column (all ASCII), any other as
+        binary."""
         query, params = select_sql(chunk, columns)
+        text = frozenset(
+            index
+            for index, column in enumerate(columns.output_columns(chunk.table))
+            if is_utf8_text(column)
+        )
         try:
-            yield from conn.fetch_columns(query, params, self.task.fetch_size)
+            yield from conn.fetch_columns(query, params, self.task.fetch_size, text_columns=text)
         except Exception as err:  # PyMySQL's or mysqlclient's OperationalError
             if err.args and err.args[0] == 1054:  # unknown column
                 raise SchemaChangedError(

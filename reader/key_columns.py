@@ -167,6 +167,11 @@ def _row_by_row(
     return pa.array(keys, pa.binary())
 
 
+def _as_binary(text: pa.Array) -> pa.Array:
+    """A fetched column as binary (a text column may come as string: its bytes)."""
+    return text.cast(pa.binary()) if pa.types.is_string(text.type) else text
+
+
 def sort_key_reader(
     schema: TableSchema, selected: tuple[str, ...] | None = None, native: bool = False
 ) -> Callable[[Sequence[pa.Array]], pa.Array]:
@@ -188,7 +193,7 @@ def sort_key_reader(
     key_columns = schema.key_columns
 
     def read(columns: Sequence[pa.Array]) -> pa.Array:
-        texts = [columns[p] for p in positions]
+        texts = [_as_binary(columns[p]) for p in positions]
         weights = [columns[p] if p is not None else None for p in weight_positions]
         if _LITTLE_ENDIAN:
             try:

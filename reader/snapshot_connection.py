@@ -72,17 +72,30 @@ class SnapshotConnection:
             cur.execute(statement)
 
     def fetch_columns(
-        self, query: str, params: list, max_rows: int, max_bytes: int = DEFAULT_FETCH_BYTES
+        self,
+        query: str,
+        params: list,
+        max_rows: int,
+        max_bytes: int = DEFAULT_FETCH_BYTES,
+        text_columns: frozenset[int] = frozenset(),
     ) -> Iterator[list[pa.Array]]:
         """The query's result as lists of binary columns: at most ``max_rows`` rows each,
-        and about ``max_bytes`` of values (a fetch ends with the row that crosses it)."""
+        and about ``max_bytes`` of values (a fetch ends with the row that crosses it).
+        ``text_columns``: the indexes of columns of UTF-8 text; the native scan hands a
+        fetch of one of them whose bytes are all ASCII over as a string column, which is
+        then valid UTF-8 without Arrow's check."""
         if self.client == "native":
-            yield from self._native_fetches(query, params, max_rows, max_bytes)
+            yield from self._native_fetches(query, params, max_rows, max_bytes, text_columns)
         else:
             yield from self._cursor_fetches(query, params, max_rows, max_bytes)
 
     def _native_fetches(
-        self, query: str, params: list, max_rows: int, max_bytes: int
+        self,
+        query: str,
+        params: list,
+        max_rows: int,
+        max_bytes: int,
+        text_columns: frozenset[int],
     ) -> Iterator[list[pa.Array]]:
         import MySQLdb
 
@@ -97,7 +110,7 @@ class SnapshotConnection:
                     return
                 yield [
                     pa.Array.from_buffers(
-                        pa.binary(),
+                        pa.string() if ascii and index in text_columns else pa.binary(),
                         rows,
                         [
                             pa.py_buffer(v) if v is not None else None,
@@ -105,7 +118,7 @@ class SnapshotConnection:
                             pa.py_buffer(d),
                         ],
                     )
-                    for v, o, d in buffers
+                    for index, (v, o, d, ascii) in enumerate(buffers)
                 ]
         except _textscan.ScanError as err:
             # Raised as mysqlclient raises server errors, so callers classify one kind.

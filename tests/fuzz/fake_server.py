@@ -122,8 +122,12 @@ def scan(payloads: list[bytes]) -> None:
         try:
             if scanner.execute(QUERY):
                 scanner.field_names()
-                while scanner.fetch(7, 1 << 16)[0]:
-                    pass
+                while True:
+                    rows, columns = scanner.fetch(7, 1 << 16)
+                    if not rows:
+                        break
+                    for _, _, data, ascii in columns:
+                        assert ascii == (max(bytes(data), default=0) < 0x80), bytes(data)
         except (_textscan.ScanError, ValueError):
             pass
         finally:

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 
+import pyarrow as pa
 import pytest
 
 from reader import snapshot_connection
@@ -99,8 +100,9 @@ def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(s
     assert scan.fetch(20, 1 << 20)[0] == 0  # the result's end: it is released
     del scan
     conn.close()
-    validity, offsets, data = strings
+    validity, offsets, data, ascii = strings
     assert validity is None  # no NULL among them: no bitmap
+    assert ascii
     view = memoryview(data)
     assert view.readonly and len(view) == len(data)
     with pytest.raises(TypeError):
@@ -114,6 +116,21 @@ def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(s
         i % 7 == 0 for i in range(20)
     ]
     assert bytes(ids[2])[:2] == b"01"
+
+
+def test_a_text_column_of_ascii_bytes_comes_as_string_and_any_other_as_binary(server, table):
+    """Only the columns named text, and only a fetch whose bytes are all ASCII (valid
+    UTF-8 as they are): a fetch holding one other byte is binary, for Arrow to check."""
+    conn = _connect(server)
+    snapshot = snapshot_connection.SnapshotConnection(conn, "native")
+    query = f"SELECT s, b, IF(id = 150, 'caf\u00e9', s) FROM {table} WHERE id < 200 ORDER BY id"
+    fetches = list(snapshot.fetch_columns(query, [], 100, text_columns=frozenset({0, 2})))
+    conn.close()
+    assert [[column.type for column in fetch] for fetch in fetches] == [
+        [pa.string(), pa.binary(), pa.string()],
+        [pa.string(), pa.binary(), pa.binary()],
+    ]
+    assert fetches[1][2][50].as_py() == "caf\u00e9".encode()
 
 
 def test_a_connection_killed_mid_result_is_a_transient_error(server, table):

@@ -16,7 +16,7 @@ from cdc_source.keys import time_literal
 from cdc_source.offsets import BinlogPosition
 from cdc_source.output_schema import output_schema
 from cdc_source.types import canonical_value
-from reader.arrow_output import ArrowWriter, Emitted
+from reader.arrow_output import ArrowWriter, Emitted, _constant
 from reader.text_columns import text_column_to_arrow, text_to_python
 
 
@@ -163,3 +163,16 @@ def _time_text(micros: int, fsp: int) -> bytes:
     hour, minute = divmod(minutes, 60)
     text = f"{sign}{hour:02d}:{minute:02d}:{second:02d}"
     return (text + (f".{fraction:06d}"[: fsp + 1] if fsp else "")).encode()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.none() | st.text(max_size=70), st.integers(0, 3000))
+def test_a_constant_column_equals_arrows_fill_of_the_value(value, count):
+    import pyarrow.compute as pc
+
+    scalar = pa.scalar(value, pa.string())
+    built = _constant(scalar, count)
+    built.validate(full=True)
+    assert built.equals(pc.fill_null(pa.nulls(count, pa.string()), scalar))
+    number = pa.scalar(count, pa.int64())
+    assert _constant(number, count).to_pylist() == [count] * count

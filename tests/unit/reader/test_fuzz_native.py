@@ -83,10 +83,16 @@ def test_an_empty_value_at_the_start_of_a_fetch_is_an_empty_string():
     try:
         scan = _textscan.TextScan(conn)
         assert scan.execute(fake_server.QUERY) == 1
-        rows, [(validity, offsets, values)] = scan.fetch(10, 1 << 16)
+        rows, [(validity, offsets, values, ascii)] = scan.fetch(10, 1 << 16)
     finally:
         conn.close()
-    assert (rows, validity, bytes(offsets), bytes(values)) == (1, None, bytes(8), b"")
+    assert (rows, validity, bytes(offsets), bytes(values), ascii) == (
+        1,
+        None,
+        bytes(8),
+        b"",
+        True,
+    )
 
 
 def test_a_short_sanitizer_run_of_every_target_finds_nothing(tmp_path):
