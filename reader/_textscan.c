@@ -9,9 +9,10 @@
  * Arrow binary column per field: validity bitmap, int32 offsets, data. Typing the
  * values is Arrow's job (casts in reader/text_columns.py): the C stays thin.
  *
- * While it copies a value, the scan ORs together the words it moves, so each fetched
- * column also says whether all its bytes were ASCII: such a column is valid UTF-8 as it
- * is, and the text columns among them need no other check (reader/snapshot_connection.py).
+ * A fetch also says, of the columns the caller names, whether all their bytes are ASCII
+ * (one pass over each such column's data, a loop the compiler vectorizes): such a
+ * column is valid UTF-8 as it is, and needs no other check
+ * (reader/snapshot_connection.py).
  *
  * A fetch's buffers are handed to Python as they were filled, each owned by a
  * Buffer object (the buffer protocol, freed with it), so a value's bytes are copied
@@ -45,7 +46,6 @@ typedef struct {
     uint8_t *validity; /* one bit per row, LSB first, as Arrow; NULL until a NULL value */
     int32_t *offsets;  /* rows + 1 */
     Growable data;
-    uint64_t seen; /* the OR of every word copied: a byte of it >= 0x80 once one was */
 } Column;
 
 #define HIGH_BITS 0x8080808080808080ULL
@@ -215,9 +215,24 @@ static void free_columns(Column *columns, unsigned int count) {
     free(columns);
 }
 
+/* 1 if every byte of text[0, length) is below 0x80. */
+static int all_ascii(const char *text, size_t length) {
+    uint64_t seen = 0, word;
+    size_t at = 0;
+    for (; at + 8 <= length; at += 8) {
+        memcpy(&word, text + at, 8);
+        seen |= word;
+    }
+    for (; at < length; at++) seen |= (uint8_t)text[at];
+    return (seen & HIGH_BITS) == 0;
+}
+
 /* The fetched columns as a list of (validity or None, offsets, data, ascii) tuples, the
- * first three Buffers; each buffer's memory moves from ``columns`` into its Buffer. */
-static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t rows) {
+ * first three Buffers, ascii True for a column ``checked`` names (a nonzero byte at its
+ * index) whose bytes are all ASCII; each buffer's memory moves from ``columns`` into its
+ * Buffer. */
+static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t rows,
+                                const Py_buffer *checked) {
     PyObject *list = PyList_New(count);
     if (!list) return NULL;
     for (unsigned int i = 0; i < count; i++) {
@@ -232,13 +247,14 @@ static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t 
             char *fitted = realloc(c->data.bytes, c->data.length ? c->data.length : 1);
             if (fitted) c->data.bytes = fitted; /* (else the larger block is kept) */
         }
+        int asked = (Py_ssize_t)i < checked->len && ((const char *)checked->buf)[i];
+        PyObject *ascii = asked && all_ascii(c->data.bytes, c->data.length) ? Py_True : Py_False;
         PyObject *validity = c->validity
             ? buffer_of((char **)&c->validity, (rows + 7) / 8)
             : (Py_INCREF(Py_None), Py_None);
         PyObject *offsets =
             buffer_of((char **)&c->offsets, (Py_ssize_t)((rows + 1) * sizeof(int32_t)));
         PyObject *data = buffer_of(&c->data.bytes, (Py_ssize_t)c->data.length);
-        PyObject *ascii = (c->seen & HIGH_BITS) ? Py_False : Py_True;
         PyObject *triple = (validity && offsets && data)
                                ? PyTuple_Pack(4, validity, offsets, data, ascii)
                                : NULL;
@@ -257,41 +273,25 @@ static PyObject *column_buffers(Column *columns, unsigned int count, Py_ssize_t 
 enum { FETCH_OK, FETCH_NO_MEMORY, FETCH_TOO_LARGE };
 
 /* Copies 1..16 bytes with fixed-size moves (inlined: no call per short value), reading
- * and writing only ``[0, length)``: two overlapping halves of 8, 4 or 1 byte(s).
- * Returns the OR of the bytes moved (each byte of the value is in one of them). */
-static inline uint64_t copy_short(char *to, const char *from, size_t length) {
+ * and writing only ``[0, length)``: two overlapping halves of 8, 4 or 1 byte(s). */
+static inline void copy_short(char *to, const char *from, size_t length) {
     if (length >= 8) {
         uint64_t head, tail;
         memcpy(&head, from, 8);
         memcpy(&tail, from + length - 8, 8);
         memcpy(to, &head, 8);
         memcpy(to + length - 8, &tail, 8);
-        return head | tail;
     } else if (length >= 4) {
         uint32_t head, tail;
         memcpy(&head, from, 4);
         memcpy(&tail, from + length - 4, 4);
         memcpy(to, &head, 4);
         memcpy(to + length - 4, &tail, 4);
-        return head | tail;
+    } else {
+        to[0] = from[0];
+        to[length / 2] = from[length / 2];
+        to[length - 1] = from[length - 1];
     }
-    to[0] = from[0];
-    to[length / 2] = from[length / 2];
-    to[length - 1] = from[length - 1];
-    return (uint8_t)from[0] | (uint8_t)from[length / 2] | (uint8_t)from[length - 1];
-}
-
-/* The OR of the 8-byte words of text[0, length), length >= 8 (the last word overlaps the
- * one before it). */
-static inline uint64_t or_of_words(const char *text, size_t length) {
-    uint64_t seen = 0, word;
-    size_t at = 0;
-    for (; at + 8 <= length; at += 8) {
-        memcpy(&word, text + at, 8);
-        seen |= word;
-    }
-    memcpy(&word, text + length - 8, 8);
-    return seen | word;
 }
 
 /* A column's first NULL, at ``row``: its bitmap, every earlier row valid. */
@@ -331,10 +331,9 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
                     char *to = c->data.bytes + start;
                     const char *from = row[i];
                     if (length <= 16) {
-                        c->seen |= copy_short(to, from, length);
+                        copy_short(to, from, length);
                     } else {
                         memcpy(to, from, length);
-                        c->seen |= or_of_words(to, length);
                     }
                     c->data.length = end;
                     bytes += length;
@@ -350,9 +349,9 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
     return FETCH_OK;
 }
 
-static PyObject *TextScan_fetch(TextScan *self, PyObject *args) {
-    Py_ssize_t max_rows, max_bytes;
-    if (!PyArg_ParseTuple(args, "nn", &max_rows, &max_bytes)) return NULL;
+/* One fetch (see TextScan_fetch); ``checked``: the columns whose ASCII-ness is asked. */
+static PyObject *fetch_checked(TextScan *self, Py_ssize_t max_rows, Py_ssize_t max_bytes,
+                               const Py_buffer *checked) {
     if (max_rows <= 0 || max_bytes <= 0) {
         PyErr_SetString(PyExc_ValueError, "max_rows and max_bytes must be positive");
         return NULL;
@@ -407,10 +406,19 @@ static PyObject *TextScan_fetch(TextScan *self, PyObject *args) {
             if (fitted) columns[i].offsets = fitted;
         }
     }
-    PyObject *buffers = column_buffers(columns, count, rows);
+    PyObject *buffers = column_buffers(columns, count, rows, checked);
     free_columns(columns, count);
     if (!buffers) return NULL;
     return Py_BuildValue("(nN)", rows, buffers);
+}
+
+static PyObject *TextScan_fetch(TextScan *self, PyObject *args) {
+    Py_ssize_t max_rows, max_bytes;
+    Py_buffer checked = {.buf = NULL, .len = 0};
+    if (!PyArg_ParseTuple(args, "nn|y*", &max_rows, &max_bytes, &checked)) return NULL;
+    PyObject *result = fetch_checked(self, max_rows, max_bytes, &checked);
+    if (checked.obj) PyBuffer_Release(&checked);
+    return result;
 }
 
 static PyObject *TextScan_field_names(TextScan *self, PyObject *noargs) {
@@ -438,9 +446,10 @@ static PyMethodDef TextScan_methods[] = {
     {"execute", (PyCFunction)TextScan_execute, METH_VARARGS,
      "execute(query: bytes) -> field count. Starts streaming the query's result."},
     {"fetch", (PyCFunction)TextScan_fetch, METH_VARARGS,
-     "fetch(max_rows, max_bytes) -> (rows, [(validity|None, offsets, data, ascii), ...]),\n"
-     "each buffer a read-only Buffer (the buffer protocol); ascii: every byte of the\n"
-     "column's values is below 0x80.\n"
+     "fetch(max_rows, max_bytes, checked=b'') -> (rows, [(validity|None, offsets, data,\n"
+     "ascii), ...]), each buffer a read-only Buffer (the buffer protocol); ascii: the\n"
+     "column is one ``checked`` names (a nonzero byte at its index) and every byte of\n"
+     "its values is below 0x80.\n"
      "Zero rows: the result is complete (and released)."},
     {"field_names", (PyCFunction)TextScan_field_names, METH_NOARGS,
      "The open result's column names."},

@@ -102,15 +102,16 @@ class SnapshotConnection:
         scan = self._scan = self._scan or _textscan.TextScan(self.conn)
         literals = tuple(self.conn.literal(p) for p in params)
         statement = query.encode("utf-8") % literals  # '%%' is '%', as PyMySQL has it
+        checked = bytes(index in text_columns for index in range(max(text_columns, default=-1) + 1))
         try:
             scan.execute(statement)
             while True:
-                rows, buffers = scan.fetch(max_rows, max_bytes)
+                rows, buffers = scan.fetch(max_rows, max_bytes, checked)
                 if not rows:
                     return
                 yield [
                     pa.Array.from_buffers(
-                        pa.string() if ascii and index in text_columns else pa.binary(),
+                        pa.string() if ascii else pa.binary(),
                         rows,
                         [
                             pa.py_buffer(v) if v is not None else None,
@@ -118,7 +119,7 @@ class SnapshotConnection:
                             pa.py_buffer(d),
                         ],
                     )
-                    for index, (v, o, d, ascii) in enumerate(buffers)
+                    for v, o, d, ascii in buffers
                 ]
         except _textscan.ScanError as err:
             # Raised as mysqlclient raises server errors, so callers classify one kind.

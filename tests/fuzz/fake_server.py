@@ -123,11 +123,12 @@ def scan(payloads: list[bytes]) -> None:
             if scanner.execute(QUERY):
                 scanner.field_names()
                 while True:
-                    rows, columns = scanner.fetch(7, 1 << 16)
+                    rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
                     if not rows:
                         break
-                    for _, _, data, ascii in columns:
-                        assert ascii == (max(bytes(data), default=0) < 0x80), bytes(data)
+                    for index, (_, _, data, ascii) in enumerate(columns):
+                        asked = index in (0, 2)
+                        assert ascii == (asked and max(bytes(data), default=0) < 0x80)
         except (_textscan.ScanError, ValueError):
             pass
         finally:

@@ -83,7 +83,7 @@ def test_an_empty_value_at_the_start_of_a_fetch_is_an_empty_string():
     try:
         scan = _textscan.TextScan(conn)
         assert scan.execute(fake_server.QUERY) == 1
-        rows, [(validity, offsets, values, ascii)] = scan.fetch(10, 1 << 16)
+        rows, [(validity, offsets, values, ascii)] = scan.fetch(10, 1 << 16, b"\x01")
     finally:
         conn.close()
     assert (rows, validity, bytes(offsets), bytes(values), ascii) == (
