@@ -11,7 +11,6 @@
  *                     microseconds since 1970-01-01 00:00:00 (Arrow's timestamp[us]);
  *   decimal128        DECIMAL (and BIGINT UNSIGNED) text, [-]D+[.D+], as Arrow's
  *                     decimal128 of a given precision and scale;
- *   integers          integer text, [-]D+, as Arrow's int8, int16, int32 or int64;
  *   integer_sort_keys integer text as the 9 bytes of its sort key (cdc_source/keys.py):
  *                     the value sign-extended to 72 bits, big-endian, top bit flipped;
  *   hex_seq           a chunk's _seq: one prefix, then each key's bytes as lower-case hex.
@@ -406,12 +405,11 @@ static PyObject *decimal128(PyObject *module, PyObject *args) {
         return NULL;
     }
     char *out = PyBytes_AS_STRING(values);
-    memset(out, 0, (size_t)(length * 16));
     for (Py_ssize_t i = 0; i < length; i++) {
-        if (!is_valid(&b, i)) continue;
+        __int128 units = 0; /* a NULL's slot holds 0 */
         int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
-        __int128 units;
-        if (!parse_decimal(b.bytes + from, to - from, precision, scale, &units)) {
+        if (is_valid(&b, i) &&
+            !parse_decimal(b.bytes + from, to - from, precision, scale, &units)) {
             Py_DECREF(values);
             binary_release(&b);
             Py_RETURN_NONE;
@@ -455,52 +453,6 @@ static inline int parse_signed(const uint8_t *text, Py_ssize_t n, int64_t low, i
     if (magnitude > (uint64_t)high) return 0;
     *value = (int64_t)magnitude;
     return 1;
-}
-
-static PyObject *integers(PyObject *module, PyObject *args) {
-    PyObject *validity, *offsets, *data;
-    Py_ssize_t offset, length;
-    int width;
-    if (!PyArg_ParseTuple(args, "OOOnni", &validity, &offsets, &data, &offset, &length, &width))
-        return NULL;
-    if (width != 1 && width != 2 && width != 4 && width != 8) {
-        PyErr_SetString(PyExc_ValueError, "an integer is 1, 2, 4 or 8 bytes wide");
-        return NULL;
-    }
-    int64_t high = width == 8 ? INT64_MAX : (((int64_t)1) << (width * 8 - 1)) - 1;
-    int64_t low = -high - 1;
-    Binary b;
-    if (binary_open(&b, validity, offsets, data, offset, length) < 0) {
-        binary_release(&b);
-        return NULL;
-    }
-    PyObject *values = PyBytes_FromStringAndSize(NULL, length * (Py_ssize_t)width);
-    if (!values) {
-        binary_release(&b);
-        return NULL;
-    }
-    char *out = PyBytes_AS_STRING(values);
-    for (Py_ssize_t i = 0; i < length; i++) {
-        int64_t value = 0; /* a NULL's slot holds 0 */
-        int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
-        if (is_valid(&b, i) && !parse_signed(b.bytes + from, to - from, low, high, &value)) {
-            Py_DECREF(values);
-            binary_release(&b);
-            Py_RETURN_NONE;
-        }
-        if (width == 8) {
-            memcpy(out + i * 8, &value, 8);
-        } else if (width == 4) {
-            int32_t narrow = (int32_t)value;
-            memcpy(out + i * 4, &narrow, 4);
-        } else if (width == 2) {
-            int16_t narrow = (int16_t)value;
-            memcpy(out + i * 2, &narrow, 2);
-        } else {
-            out[i] = (char)(int8_t)value;
-        }
-    }
-    return column_result(&b, values);
 }
 
 #define SORT_KEY_WIDTH 9
@@ -628,9 +580,6 @@ static PyMethodDef module_methods[] = {
     {"decimal128", decimal128, METH_VARARGS,
      "decimal128(validity|None, offsets, data|None, offset, length, precision, scale) -> "
      "(validity|None, 16-byte unscaled values) or None."},
-    {"integers", integers, METH_VARARGS,
-     "integers(validity|None, offsets, data|None, offset, length, width) -> (validity|None, "
-     "width-byte signed values) or None.\nInteger text, [-]D+, within the width's range."},
     {"integer_sort_keys", integer_sort_keys, METH_VARARGS,
      "integer_sort_keys(validity|None, offsets, data|None, offset, length, unsigned) -> "
      "(int32 offsets, keys) or None.\nThe 9-byte sort key of each integer; None when a value "
@@ -643,8 +592,8 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef textvalues_module = {
     PyModuleDef_HEAD_INIT, "reader._textvalues",
-    "Snapshot columns from the server's text in C: temporal values, decimals, integers, "
-    "integer sort keys, _seq.",
+    "Snapshot columns from the server's text in C: temporal values, decimals, integer sort "
+    "keys, _seq.",
     -1, module_methods,
 };
 

@@ -1,7 +1,7 @@
 """Snapshot columns built by C where ``reader._textvalues`` is built: temporal values
-(TIME, DATE, DATETIME, TIMESTAMP), decimals (DECIMAL, BIGINT UNSIGNED) and integers from
-the server's text, the sort keys of integer key columns, and ``_seq`` from the chunk's
-prefix and the key bytes.
+(TIME, DATE, DATETIME, TIMESTAMP) and decimals (DECIMAL, BIGINT UNSIGNED) from the
+server's text, the sort keys of integer key columns, and ``_seq`` from the chunk's prefix
+and the key bytes.
 
 Each is one loop over the Arrow buffers instead of one or more Arrow kernels (for TIME a
 regular expression and five kernels; for an integer key a cast and five NumPy steps; for
@@ -78,12 +78,6 @@ def datetime_micros(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
 def decimals(text: pa.Array, arrow_type: pa.Decimal128Type) -> pa.Array | None:
     """DECIMAL or BIGINT UNSIGNED text as ``arrow_type`` (decimal128), or None."""
     return _parsed("decimal128", text, arrow_type, arrow_type.precision, arrow_type.scale)
-
-
-def integers(text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
-    """Integer text (``[-]D+``) as ``arrow_type``, a signed Arrow integer, or None when a
-    value has another shape or lies outside the type."""
-    return _parsed("integers", text, arrow_type, arrow_type.bit_width // 8)
 
 
 def integer_sort_keys(text: pa.Array, unsigned: bool) -> pa.Array | None:

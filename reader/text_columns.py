@@ -60,8 +60,6 @@ def _native_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) ->
     t = column.data_type
     if t == "bigint" and column.unsigned:
         return native_columns.decimals(text, pa.decimal128(20, 0))
-    if t in _INTEGERS and not column.boolean and pa.types.is_signed_integer(arrow_type):
-        return native_columns.integers(text, arrow_type)
     if t == "decimal" and pa.types.is_decimal128(arrow_type):
         return native_columns.decimals(text, arrow_type)
     if t == "date" and arrow_type == pa.date32():

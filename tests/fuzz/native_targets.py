@@ -22,13 +22,12 @@ so :mod:`tests.fuzz.make_seeds` can write real events and result sets in them:
               columns): libmariadb allocates the column definitions for whatever count a
               server sends (an 8-byte length-encoded one asked for 6 GB in
               ``mysql_real_query``), an allocation in the client library, not this code.
-``values``    ``reader._textvalues`` (temporal, decimal and integer text, integer sort
-              keys, ``_seq`` as hex): 1 byte mode m; bit 1 set: raw buffers, else the
-              entry point ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their
-              count; a ``decimal128`` input then has 2 bytes, precision and scale,
-              modulo their ranges; an ``integers`` input 1 byte, its width, 1, 2, 4 or
-              8 bytes by its value modulo 4; an ``integer_sort_keys`` input 1 byte,
-              unsigned when odd). Values: each as 1 byte length (255: null) and its bytes,
+``values``    ``reader._textvalues`` (temporal and decimal text, integer sort keys,
+              ``_seq`` as hex): 1 byte mode m; bit 1 set: raw buffers, else the entry
+              point ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their count; a
+              ``decimal128`` input then has 2 bytes, precision and scale, modulo their
+              ranges; an ``integer_sort_keys`` input 1 byte, unsigned when odd).
+              Values: each as 1 byte length (255: null) and its bytes,
               made into an Arrow array; a result must equal a pure-Python reference (the
               first value is ``hex_seq``'s prefix). Raw: 1 byte n, 1 byte offset, 4 * (n +
               offset + 1) bytes of int32 offsets, the validity bitmap, then the data,
@@ -262,7 +261,6 @@ VALUE_ENTRIES = (
     "date_days",
     "datetime_micros",
     "decimal128",
-    "integers",
     "integer_sort_keys",
 )
 _TIME = re.compile(rb"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
@@ -425,16 +423,6 @@ def values(data: bytes) -> None:
         built = _textvalues.decimal128(bits, ends, body, 0, len(items), precision, scale)
         _checked(built, items, lambda v: reference_decimal(v, precision, scale), 16)
         return
-    if entry == "integers":
-        if len(data) < 2:
-            return
-        width = (1, 2, 4, 8)[data[1] % 4]
-        items = parse_values_input(data, 2)
-        bits, ends, body = _values_as_arrays(items)
-        built = _textvalues.integers(bits, ends, body, 0, len(items), width)
-        high = 2 ** (8 * width - 1) - 1
-        _checked(built, items, lambda v: reference_integer(v, -high - 1, high), width)
-        return
     if entry == "integer_sort_keys":
         if len(data) < 2:
             return
@@ -480,7 +468,6 @@ def _raw_values(data: bytes) -> None:
         lambda: _textvalues.datetime_micros(bits, ends, body, offset, n),
         lambda: _textvalues.decimal128(bits, ends, body, offset, n, 20, 6),
         lambda: _textvalues.hex_seq(b"p.", ends, body, offset, n),
-        lambda: _textvalues.integers(bits, ends, body, offset, n, 8),
         lambda: _textvalues.integer_sort_keys(bits, ends, body, offset, n, False),
     ):
         try:

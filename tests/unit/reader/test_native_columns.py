@@ -13,10 +13,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.pandas.types import to_arrow_type
 
 from cdc_source.catalog import ColumnSpec
-from cdc_source.types import spark_type
 from reader import native_columns
 from reader.key_columns import hex_column, snapshot_seq_column
 from reader.text_columns import _fast_cast, _time_micros, text_column_to_arrow
@@ -250,56 +248,6 @@ def test_bigint_unsigned_is_typed_alike_and_taken_by_the_c(values):
     column = _column("bigint", "bigint(20) unsigned")
     _typed_alike(column, values, pa.decimal128(20, 0))
     assert native_columns.decimals(pa.array(values, pa.binary()), pa.decimal128(20, 0)) is not None
-
-
-INTEGER_COLUMNS = {
-    "tinyint": (-(2**7), 2**7 - 1),
-    "tinyint unsigned": (0, 2**8 - 1),
-    "smallint": (-(2**15), 2**15 - 1),
-    "smallint unsigned": (0, 2**16 - 1),
-    "mediumint": (-(2**23), 2**23 - 1),
-    "mediumint unsigned": (0, 2**24 - 1),
-    "int": (-(2**31), 2**31 - 1),
-    "int unsigned": (0, 2**32 - 1),
-    "bigint": (-(2**63), 2**63 - 1),
-}
-
-
-def _integer_column(kind: str) -> tuple[ColumnSpec, pa.DataType]:
-    data_type, _, unsigned = kind.partition(" ")
-    column = _column(data_type, f"{data_type}(11){' unsigned' if unsigned else ''}")
-    return column, to_arrow_type(spark_type(column))
-
-
-@st.composite
-def integer_columns(draw):
-    kind = draw(st.sampled_from(sorted(INTEGER_COLUMNS)))
-    low, high = INTEGER_COLUMNS[kind]
-    printed = st.integers(low, high).map(lambda v: str(v).encode())
-    edges = st.sampled_from([low, high, low - 1, high + 1, 0]).map(lambda v: str(v).encode())
-    odd = st.text(alphabet="+-0123456789 .e", max_size=24).map(str.encode)
-    values = draw(st.lists(st.none() | printed | edges | odd, max_size=30))
-    return kind, values
-
-
-@SETTINGS
-@given(integer_columns())
-def test_integers_are_typed_alike_by_the_c_and_by_arrow(kind_values):
-    kind, values = kind_values
-    column, arrow_type = _integer_column(kind)
-    _typed_alike(column, values, arrow_type)
-
-
-@SETTINGS
-@given(st.sampled_from(sorted(INTEGER_COLUMNS)), st.data())
-def test_every_integer_the_server_prints_is_taken_by_the_c(kind, data):
-    low, high = INTEGER_COLUMNS[kind]
-    values = data.draw(st.lists(st.none() | st.integers(low, high), min_size=1, max_size=30))
-    column, arrow_type = _integer_column(kind)
-    text = pa.array([None if v is None else str(v).encode() for v in values], pa.binary())
-    built = native_columns.integers(text, arrow_type)
-    assert built is not None
-    assert built.to_pylist() == values
 
 
 @st.composite
