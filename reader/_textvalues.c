@@ -20,10 +20,11 @@
  * day number, and parse a date only when its bytes differ from the last one's.
  *
  * reader/text_columns.py (Arrow's casts, _time_micros) and reader/key_columns.py
- * (hex_column, and the NumPy key bytes of integers) are the pure-Python twins; the tests compare the two. A parser returns
- * None for a column with any value it does not take (another shape; a zero or invalid
- * date; year 0; more digits than the precision or the scale allow; more than nine digits
- * of hours): the twin, which is the reference, then types that column.
+ * (hex_column, and the NumPy key bytes of integers) are the pure-Python twins; the
+ * tests compare the two. A parser returns None for a column with any value it does not
+ * take (another shape; a zero or invalid date; year 0; more digits than the precision
+ * or the scale allow; more than nine digits of hours; a NULL or non-integer key): the
+ * twin, which is the reference, then types that column.
  *
  * Safety: the offsets are checked before any byte is read (non-negative, in order, the
  * last within the data buffer, the buffers as long as the rows they are said to hold);
