@@ -440,19 +440,13 @@ static inline int parse_integer(const uint8_t *text, Py_ssize_t n, int *negative
     return 1;
 }
 
-/* 1 with *value set if text[0..n) is [-]D+ within [low, high]. */
-static inline int parse_signed(const uint8_t *text, Py_ssize_t n, int64_t low, int64_t high,
-                               int64_t *value) {
+/* 1 with *value set if text[0..n) is [-]D+ within int64. */
+static inline int parse_int64(const uint8_t *text, Py_ssize_t n, int64_t *value) {
     int negative;
     uint64_t magnitude;
     if (!parse_integer(text, n, &negative, &magnitude)) return 0;
-    if (negative) {
-        if (magnitude > (uint64_t)high + 1) return 0; /* |INT64_MIN| = INT64_MAX + 1 */
-        *value = magnitude == (uint64_t)high + 1 ? low : -(int64_t)magnitude;
-        return 1;
-    }
-    if (magnitude > (uint64_t)high) return 0;
-    *value = (int64_t)magnitude;
+    if (magnitude > (uint64_t)INT64_MAX + negative) return 0; /* |INT64_MIN| = INT64_MAX + 1 */
+    *value = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
     return 1;
 }
 
@@ -487,20 +481,19 @@ static PyObject *integer_sort_keys(PyObject *module, PyObject *args) {
     out_ends[0] = 0;
     for (Py_ssize_t i = 0; i < length; i++) {
         int32_t from = b.ends[offset + i], to = b.ends[offset + i + 1];
-        uint64_t bits;
-        uint8_t top; /* the sign extension's byte, before its top bit is flipped */
-        int taken;
-        if (is_unsigned) {
+        uint64_t bits = 0;
+        uint8_t top = 0x00; /* the sign extension's byte, before its top bit is flipped */
+        int taken = is_valid(&b, i);
+        if (taken && is_unsigned) {
             int negative;
             taken = parse_integer(b.bytes + from, to - from, &negative, &bits) && !negative;
-            top = 0x00;
-        } else {
+        } else if (taken) {
             int64_t value;
-            taken = parse_signed(b.bytes + from, to - from, INT64_MIN, INT64_MAX, &value);
+            taken = parse_int64(b.bytes + from, to - from, &value);
             bits = (uint64_t)value;
             top = value < 0 ? 0xFF : 0x00;
         }
-        if (!is_valid(&b, i) || !taken) { /* a NULL key, or text the twin must read */
+        if (!taken) { /* a NULL key, or text the twin must read */
             Py_DECREF(ends);
             Py_DECREF(keys);
             binary_release(&b);

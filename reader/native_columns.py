@@ -84,11 +84,11 @@ def integer_sort_keys(text: pa.Array, unsigned: bool) -> pa.Array | None:
     """The sort keys (:func:`cdc_source.keys.sort_key`, 9 bytes each) of an integer key
     column's text, or None when a value is NULL or not an integer of 64 bits (unsigned
     64 bits for ``unsigned``)."""
-    _, offsets, data, offset, length = _binary_buffers(text)
+    validity, offsets, data, offset, length = _binary_buffers(text)
     if offsets is None:
         return pa.array([], pa.binary())
-    validity = text.buffers()[0] if text.null_count else None
-    built = _textvalues.integer_sort_keys(validity, offsets, data, offset, length, unsigned)
+    bits = validity if text.null_count else None
+    built = _textvalues.integer_sort_keys(bits, offsets, data, offset, length, unsigned)
     if built is None:
         return None
     ends, keys = built
