@@ -36,7 +36,7 @@ from ceiling import (
 from cpu_use import CpuMeter, describe, jvm_pid
 from peers import find_jdbc_jar, jdbc_read, pymysql_scan, short_error
 from report import Measurement, best_of, load_average, render, skipped
-from typed_table import TYPED_TABLE, load_typed
+from typed_table import TYPED_TABLE, TYPED_WARMUP_ROWS, TYPED_WARMUP_TABLE, load_typed
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIGS = "8096x64,32768x32"
@@ -295,6 +295,13 @@ class Bench:
         ]
         if args.typed_rows and not args.skip_snapshot:
             tables.append((TYPED_TABLE, args.typed_rows, lambda: load_typed(cur, args.typed_rows)))
+            tables.append(
+                (
+                    TYPED_WARMUP_TABLE,
+                    TYPED_WARMUP_ROWS,
+                    lambda: load_typed(cur, TYPED_WARMUP_ROWS, TYPED_WARMUP_TABLE),
+                )
+            )
         if not args.skip_binlog:
             rows = self.changes_rows()
             tables.append((workload.CHANGES_TABLE, rows, orders_like(workload.CHANGES_TABLE, rows)))
@@ -327,20 +334,26 @@ class Bench:
         }
 
     def warm_up(self, spark, jar: str | None) -> str | None:
-        """Start Spark's Python workers and the JVM paths once, on a small table.
+        """Start Spark's Python workers and have the JVM compile the paths of each table's
+        columns, on a small table of each shape, read by the source and by JDBC: the
+        first read of a shape otherwise pays that compiling (seconds for the typed
+        table's 25 columns), which a long-running query pays once.
 
         Returns why the JDBC peer cannot run, or None when it can."""
-        say(f"warm-up: cdc-mysql and JDBC on a {WARMUP_ROWS:,}-row table")
-        run_available_now(
-            spark, self.source_options(workload.WARMUP_TABLE), self.checkpoint(), "warm-up"
-        )
-        if not jar:
-            return None
-        try:
-            self._jdbc(spark, jar, workload.WARMUP_TABLE, WARMUP_ROWS, 1)
-        except Exception as err:  # the peer is optional: say why it is missing
-            return f"the JDBC reader failed on the warm-up table: {short_error(err)}"
-        return None
+        shapes = [(workload.WARMUP_TABLE, WARMUP_ROWS)]
+        if self.args.typed_rows and not self.args.skip_snapshot:
+            shapes.append((TYPED_WARMUP_TABLE, TYPED_WARMUP_ROWS))
+        problem = None
+        for table, rows in shapes:
+            say(f"warm-up: cdc-mysql and JDBC on {table}, {rows:,} rows")
+            run_available_now(spark, self.source_options(table), self.checkpoint(), "warm-up")
+            if not jar or problem:
+                continue
+            try:
+                self._jdbc(spark, jar, table, rows, 1)
+            except Exception as err:  # the peer is optional: say why it is missing
+                problem = f"the JDBC reader failed on the warm-up table: {short_error(err)}"
+        return problem
 
     # -- snapshot -------------------------------------------------------------------------
     def _jdbc(self, spark, jar: str, table: str, rows: int, partitions: int) -> Measurement:
