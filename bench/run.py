@@ -335,9 +335,10 @@ class Bench:
 
     def warm_up(self, spark, jar: str | None) -> str | None:
         """Start Spark's Python workers and have the JVM compile the paths of each table's
-        columns, on a small table of each shape, read by the source and by JDBC: the
-        first read of a shape otherwise pays that compiling (seconds for the typed
-        table's 25 columns), which a long-running query pays once.
+        columns, on a small table of each shape, read by the source (a streaming query and
+        ``spark.read``, whose scans are compiled apart) and by JDBC: the first read of a
+        shape otherwise pays that compiling (4-5 CPU s of the JIT compilers for the typed
+        table's 25 columns on two cores), which a long-running query pays once.
 
         Returns why the JDBC peer cannot run, or None when it can."""
         shapes = [(workload.WARMUP_TABLE, WARMUP_ROWS)]
@@ -347,6 +348,7 @@ class Bench:
         for table, rows in shapes:
             say(f"warm-up: cdc-mysql and JDBC on {table}, {rows:,} rows")
             run_available_now(spark, self.source_options(table), self.checkpoint(), "warm-up")
+            run_batch_read(spark, self.source_options(table), rows, "warm-up")
             if not jar or problem:
                 continue
             try:
