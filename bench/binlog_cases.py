@@ -1,8 +1,9 @@
 """The binlog phase under three shapes of writes, each measured five ways in one run:
 
 - ``cdc-mysql``: the source in Spark (availableNow on a checkpoint pinned before the
-  writes, so the query reads exactly the range), into the noop sink, after a warm-up
-  query of a few changes has started Spark's Python workers (:func:`warm_workers`);
+  writes, so the query reads exactly the range), into the noop sink, after warm-up
+  queries of the same table have started Spark's Python workers and had the JVM compile
+  the table's paths (:func:`warm_workers`), as in a stream that has been running;
 - ``following while written``: the source in Spark already following the head when the
   same shape of changes is written again, every batch planned from the follower
   (:func:`measure_following`);
@@ -191,7 +192,7 @@ def measure_shape(
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
-            f"the warm-up query before it ({WARM_UP_CHANGES} changes): addBatch {warm_up:.2f} s "
+            f"the warm-up query before it ({WARM_UP_CHANGES:,} changes): addBatch {warm_up:.2f} s "
             "(it starts Spark's Python worker where none runs, and loads the source in it)",
             _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
             f"following while written: the writer took {following.details['writer_seconds']} s, "
@@ -210,17 +211,22 @@ def measure_shape(
     }
 
 
-WARM_UP_CHANGES = 100
+WARM_UP_CHANGES = 100_000
+WARM_UP_ROWS_PER_TXN = 1_000
 
 
 def warm_workers(bench, spark, shape: Shape, table_rows: int, options, checkpoints) -> float:
-    """A few changes read on each of ``checkpoints`` before the measured queries, so that
-    those run on Python workers Spark has started already, as a running stream's batches
-    do (Spark keeps a finished task's Python worker for the next task, across queries).
+    """Changes of the shape's table read on each of ``checkpoints`` before the measured
+    queries, so that those run as a running stream's batches do: on Python workers Spark
+    has started already (it keeps a finished task's worker for the next task, across
+    queries), and with the JVM's code for the table's columns compiled (a query's first
+    hundred thousand rows otherwise pay seconds of the JIT compilers' CPU, which a
+    running stream paid once). The changes come in 1,000-row transactions whatever the
+    shape: what warms is the table's columns, not the transactions' size.
     Returns the first warm-up query's ``addBatch`` seconds: with the worker's start where
     none was running, and the source's first load in it."""
     with bench.info.admin_connect(workload.DATABASE) as conn, conn.cursor() as cur:
-        update_rows(cur, shape.table, table_rows, WARM_UP_CHANGES, 1)
+        update_rows(cur, shape.table, table_rows, WARM_UP_CHANGES, WARM_UP_ROWS_PER_TXN)
     first = None
     for checkpoint in checkpoints:
         query = run_available_now(spark, options, checkpoint, "warm the Python workers")
