@@ -102,9 +102,19 @@ def binlog_bytes(cur, start: tuple[str, int], end: tuple[str, int]) -> int:
     return sizes[start[0]] - start[1] + sum(sizes[n] for n in inside) + end[1]
 
 
+def _captured(bench, table: str) -> tuple:
+    from cdc_source.catalog import discover_tables
+    from cdc_source.mysql_client import connect
+
+    conn = connect(bench.raw_kwargs())
+    try:
+        return tuple(discover_tables(conn, lambda d, t: d == workload.DATABASE and t == table))
+    finally:
+        conn.close()
+
+
 def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement:
     from cdc_source.binlog.transport import DumpSource
-    from cdc_source.catalog import discover_tables
     from cdc_source.mysql_client import connect
     from cdc_source.offsets import BinlogPosition
     from cdc_source.partitions import BinlogTask
@@ -112,11 +122,7 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
     from reader.task_runner import run_task
 
     kwargs = bench.raw_kwargs()
-    conn = connect(kwargs)
-    try:
-        tables = tuple(discover_tables(conn, lambda d, t: d == workload.DATABASE and t == table))
-    finally:
-        conn.close()
+    tables = _captured(bench, table)
     s, e = BinlogPosition(*start), BinlogPosition(*end)
     began = time.perf_counter()
     if decode_only:
@@ -131,6 +137,54 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
         name = "reader, no Spark"
     return Measurement(
         name, "cdc-mysql", rows, time.perf_counter() - began, {"load_1m": round(load_average(), 2)}
+    )
+
+
+def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measurement:
+    """Spark ingesting one binlog task's own Arrow batches of the range from memory, as
+    one partition of an availableNow query (bench/ceiling.py), timed as the source's
+    batches are (the sum of ``triggerExecution``): what Spark spends around a binlog
+    task's output of this shape, with reading it costing nothing. A binlog task in Spark
+    pays this on top of its reading, on the same two cores."""
+    import pyarrow as pa
+    from ceiling import REPLAY_FORMAT, register_replay_source, replay_options
+
+    from cdc_source.offsets import BinlogPosition
+    from cdc_source.partitions import BinlogTask
+    from reader.task_runner import run_task
+
+    tables = _captured(bench, shape.table)
+    task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6203)
+    path = bench.work_dir / f"replay-binlog-{shape.table}-{shape.rows_per_txn}.arrow"
+    written, writer = 0, None
+    try:
+        for batch in run_task(task, bench.raw_kwargs(), tables):
+            if writer is None:
+                writer = pa.ipc.new_file(str(path), batch.schema)
+            writer.write_batch(batch)
+            written += batch.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    reader = spark.readStream.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    register_replay_source(spark)
+    replay = replay_options(path, reader.load().schema.json(), 1)
+    load = load_average()
+    query = run_available_now(
+        spark, replay, bench.checkpoint(), "ceiling: replay in Spark", source=REPLAY_FORMAT
+    )
+    path.unlink(missing_ok=True)
+    if query.rows != written:
+        raise RuntimeError(f"the replay read {query.rows:,} rows of {written:,}")
+    batch_ms = query.details["duration_ms"].get("triggerExecution", 0)
+    return Measurement(
+        "ceiling: replay in Spark, batches",
+        "ceiling",
+        query.rows,
+        batch_ms / 1000,
+        {"load_1m": round(load, 2), "replay": True, "partitions": 1},
     )
 
 
@@ -178,6 +232,7 @@ def measure_shape(
         },
     )
     following = measure_following(bench, spark, shape, table_rows)
+    ceiling = replay_ceiling(bench, spark, shape, start, end, options)
     reader = _in_process(bench, shape.table, start, end, decode_only=False)
     decode = _in_process(bench, shape.table, start, end, decode_only=True)
     load = load_average()
@@ -187,11 +242,12 @@ def measure_shape(
         f"Binlog, {shape.label}: {shape.changes:,} updated rows "
         f"({size_bytes / 1e6:.1f} MB of binlog)"
     )
-    runs = [run, query, following, reader, decode]
+    runs = [run, query, following, ceiling, reader, decode]
     text = "\n".join(
         [
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
+            _against_one_task(run, ceiling, reader),
             f"the warm-up query before it ({WARM_UP_CHANGES:,} changes): addBatch {warm_up:.2f} s "
             "(it starts Spark's Python worker where none runs, and loads the source in it)",
             _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
@@ -209,6 +265,16 @@ def measure_shape(
         "floor_driver_cpu_s": floor_cpu_s,
         "peers": [peer.to_json()],
     }
+
+
+def _against_one_task(batches: Measurement, ceiling: Measurement, task: Measurement) -> str:
+    """The batches' rate and the ceiling's as shares of one binlog task alone."""
+    alone = task.rows_per_second or 1.0
+    return (
+        f"against one binlog task alone: the batches in Spark "
+        f"{batches.rows_per_second / alone:.0%}, Spark ingesting that task's batches from "
+        f"memory {ceiling.rows_per_second / alone:.0%}"
+    )
 
 
 WARM_UP_CHANGES = 100_000

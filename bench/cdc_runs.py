@@ -113,9 +113,11 @@ def run_available_now(
     checkpoint: str,
     name: str,
     details: dict | None = None,
+    source: str = "cdc-mysql",
 ) -> Measurement:
-    """One availableNow query on ``checkpoint``; returns rows counted and wall seconds."""
-    query, seconds = timed_available_now(spark, "cdc-mysql", options, checkpoint, name)
+    """One availableNow query of format ``source`` on ``checkpoint``; returns rows counted
+    and wall seconds, with Spark's per-phase durations summed over the batches."""
+    query, seconds = timed_available_now(spark, source, options, checkpoint, name)
     progress = query.recentProgress
     rows = counted_rows(query)
     busy = [p for p in progress if p.numInputRows]
