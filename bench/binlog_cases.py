@@ -103,14 +103,11 @@ def binlog_bytes(cur, start: tuple[str, int], end: tuple[str, int]) -> int:
 
 
 def _captured(bench, table: str) -> tuple:
-    from cdc_source.catalog import discover_tables
-    from cdc_source.mysql_client import connect
+    """``table`` as the source's Spark queries capture it (their options, so their types:
+    a TINYINT(1) is a boolean there, as the replayed batches must be)."""
+    from profiling import in_process_reader
 
-    conn = connect(bench.raw_kwargs())
-    try:
-        return tuple(discover_tables(conn, lambda d, t: d == workload.DATABASE and t == table))
-    finally:
-        conn.close()
+    return in_process_reader(bench, table).tables
 
 
 def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement:
