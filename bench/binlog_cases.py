@@ -137,6 +137,11 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
     )
 
 
+# The replay runs twice and keeps the faster: its first query may start a Python worker
+# for the replay's source (seconds, against a fraction of a second of ingest).
+REPLAY_ROUNDS = 2
+
+
 def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measurement:
     """Spark ingesting one binlog task's own Arrow batches of the range from memory, as
     one partition of an availableNow query (bench/ceiling.py), timed as the source's
@@ -169,19 +174,29 @@ def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measureme
     register_replay_source(spark)
     replay = replay_options(path, reader.load().schema.json(), 1)
     load = load_average()
-    query = run_available_now(
-        spark, replay, bench.checkpoint(), "ceiling: replay in Spark", source=REPLAY_FORMAT
-    )
+    queries = []
+    for _ in range(REPLAY_ROUNDS):
+        query = run_available_now(
+            spark, replay, bench.checkpoint(), "ceiling: replay in Spark", source=REPLAY_FORMAT
+        )
+        if query.rows != written:
+            raise RuntimeError(f"the replay read {query.rows:,} rows of {written:,}")
+        queries.append(query)
     path.unlink(missing_ok=True)
-    if query.rows != written:
-        raise RuntimeError(f"the replay read {query.rows:,} rows of {written:,}")
-    batch_ms = query.details["duration_ms"].get("triggerExecution", 0)
+    all_ms = [q.details["duration_ms"].get("triggerExecution", 0) for q in queries]
+    fastest = queries[all_ms.index(min(all_ms))]
     return Measurement(
         "ceiling: replay in Spark, batches",
         "ceiling",
-        query.rows,
-        batch_ms / 1000,
-        {"load_1m": round(load, 2), "replay": True, "partitions": 1},
+        fastest.rows,
+        min(all_ms) / 1000,
+        {
+            "load_1m": round(load, 2),
+            "replay": True,
+            "partitions": 1,
+            "duration_ms": fastest.details["duration_ms"],
+            "all_batch_ms": all_ms,
+        },
     )
 
 
