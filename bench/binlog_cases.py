@@ -148,8 +148,13 @@ def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measureme
     batches are (the sum of ``triggerExecution``): what Spark spends around a binlog
     task's output of this shape, with reading it costing nothing. A binlog task in Spark
     pays this on top of its reading, on the same two cores."""
-    import pyarrow as pa
-    from ceiling import REPLAY_FORMAT, register_replay_source, replay_options
+    from ceiling import (
+        REPLAY_FORMAT,
+        register_replay_source,
+        replay_options,
+        source_schema_json,
+        write_batches,
+    )
 
     from cdc_source.offsets import BinlogPosition
     from cdc_source.partitions import BinlogTask
@@ -158,21 +163,9 @@ def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measureme
     tables = _captured(bench, shape.table)
     task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6203)
     path = bench.work_dir / f"replay-binlog-{shape.table}-{shape.rows_per_txn}.arrow"
-    written, writer = 0, None
-    try:
-        for batch in run_task(task, bench.raw_kwargs(), tables):
-            if writer is None:
-                writer = pa.ipc.new_file(str(path), batch.schema)
-            writer.write_batch(batch)
-            written += batch.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
-    reader = spark.readStream.format("cdc-mysql")
-    for key, value in options.items():
-        reader = reader.option(key, value)
+    written = write_batches(run_task(task, bench.raw_kwargs(), tables), path)
     register_replay_source(spark)
-    replay = replay_options(path, reader.load().schema.json(), 1)
+    replay = replay_options(path, source_schema_json(spark, options), 1)
     load = load_average()
     queries = []
     for _ in range(REPLAY_ROUNDS):

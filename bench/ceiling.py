@@ -21,12 +21,29 @@ REPLAY_FORMAT = "bench-replay"
 REPLAY_SERVER_ID = 6103  # the chunk reader's binlog connection while it writes the file
 
 
+def write_batches(batches, path: Path) -> int:
+    """``batches`` (Arrow record batches of one schema) written to ``path`` as an Arrow
+    IPC file, the replay's input; returns the rows written."""
+    import pyarrow as pa
+
+    rows = 0
+    writer = None
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = pa.ipc.new_file(str(path), batch.schema)
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
 def write_replay_file(bench, table: str, path: Path) -> int:
     """The source's Arrow batches of the whole of ``table`` (one chunk read by the
     source's chunk reader in this process, batches of its default fetch size), written
     to ``path``; returns the rows written."""
-    import pyarrow as pa
-
     from cdc_source.partitions import ChunkSpec, ChunkTask
     from reader.task_runner import run_task
 
@@ -37,18 +54,16 @@ def write_replay_file(bench, table: str, path: Path) -> int:
         REPLAY_SERVER_ID,
         setup.options.fetch_size,
     )
-    rows = 0
-    writer = None
-    try:
-        for batch in run_task(task, setup.kwargs, setup.tables):
-            if writer is None:
-                writer = pa.ipc.new_file(str(path), batch.schema)
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
-    return rows
+    return write_batches(run_task(task, setup.kwargs, setup.tables), path)
+
+
+def source_schema_json(spark, options: dict[str, str]) -> str:
+    """Spark's JSON of the schema a ``cdc-mysql`` query with ``options`` has: the schema
+    the replay declares, so that Spark checks the replayed batches against it."""
+    reader = spark.readStream.format("cdc-mysql")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load().schema.json()
 
 
 def register_replay_source(spark) -> None:

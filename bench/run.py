@@ -31,6 +31,7 @@ from ceiling import (
     replay_batch,
     replay_options,
     replay_streaming,
+    source_schema_json,
     write_replay_file,
 )
 from cpu_use import CpuMeter, describe, jvm_pid
@@ -525,10 +526,7 @@ class Bench:
         written = write_replay_file(self, table, path)
         if written != rows:
             raise RuntimeError(f"the replay file of {table} holds {written:,} rows, not {rows:,}")
-        reader = spark.readStream.format("cdc-mysql")
-        for key, value in self.source_options(table).items():
-            reader = reader.option(key, value)
-        schema = reader.load().schema.json()
+        schema = source_schema_json(spark, self.source_options(table))
         register_replay_source(spark)
         return replay_options(path, schema, default_snapshot_parallelism())
 
