@@ -30,7 +30,7 @@ from typing import Any
 import kept_data
 import workload
 from cdc_runs import run_available_now
-from cpu_use import DriverCpuSampler, jvm_pid
+from cpu_use import CpuMeter, DriverCpuSampler, describe, jvm_pid
 from peers import binlog_raw
 from report import Measurement, load_average, render
 
@@ -213,10 +213,13 @@ def measure_shape(
     if bench.args.binlog_parallelism:
         options["scan.binlog.parallelism"] = str(bench.args.binlog_parallelism)
     load = load_average()
-    with DriverCpuSampler(jvm_pid(spark)) as driver:
+    jvm = jvm_pid(spark)
+    with DriverCpuSampler(jvm) as driver, CpuMeter(bench.server_pid, jvm) as meter:
         query = run_available_now(spark, options, checkpoint, "cdc-mysql in Spark, whole query")
     query.details["load_1m"] = round(load, 2)
     query.details["driver_cpu_s"] = driver.seconds
+    query.details["cpu_seconds"] = meter.seconds
+    query.details["jit_cpu_seconds"] = meter.jit_seconds
     passes = {**options, "scan.binlog.follower.enabled": "false"}
     with DriverCpuSampler(jvm_pid(spark)) as driver:
         by_passes = run_available_now(
@@ -253,6 +256,7 @@ def measure_shape(
             render(title, runs, [peer]),
             _phases(query.details["duration_ms"]),
             _against_one_task(run, ceiling, reader),
+            _query_cpu(query),
             f"the warm-up query before it ({WARM_UP_CHANGES:,} changes): addBatch {warm_up:.2f} s "
             "(it starts Spark's Python worker where none runs, and loads the source in it)",
             _driver_cpu(query, by_passes, shape.changes, floor_cpu_s),
@@ -270,6 +274,18 @@ def measure_shape(
         "floor_driver_cpu_s": floor_cpu_s,
         "peers": [peer.to_json()],
     }
+
+
+def _query_cpu(query: Measurement) -> str:
+    """What the whole query cost each process, against what the machine's cores could
+    spend in its time: where the two are near, the batches are held by the cores, not by
+    a wait."""
+    cores = os.cpu_count() or 1
+    return (
+        f"the whole query's CPU ({query.seconds:.2f} s on {cores} cores: "
+        f"{query.seconds * cores:.2f} CPU s to spend): "
+        f"{describe(query.details['cpu_seconds'], query.rows, query.details['jit_cpu_seconds'])}"
+    )
 
 
 def _against_one_task(batches: Measurement, ceiling: Measurement, task: Measurement) -> str:

@@ -21,6 +21,14 @@ spent with it, and the reading before the run, which counted it, would then take
 earlier CPU off the run's. The meter therefore reads the daemons' children every
 ``WORKER_SAMPLE_SECONDS`` while the run lasts, and counts a worker gone by the end by
 its last reading (:func:`vanished_seconds`): at most one interval of its CPU is lost.
+
+Of the JVM's CPU, the part its JIT compilers spent is counted apart (its compiler
+threads, ``C1 CompilerThread*`` and ``C2 CompilerThread*``, read from
+``/proc/<jvm>/task``): each new query's generated classes, and Spark's own code not yet
+compiled, cost a short run seconds of it, which a JVM running one query for weeks has paid
+long before. HotSpot starts and stops compiler threads as their queue grows and shrinks,
+so they are read with the workers, every ``WORKER_SAMPLE_SECONDS``, and a thread gone by
+the end counts by its last reading (:func:`grown_seconds`).
 """
 
 from __future__ import annotations
@@ -64,6 +72,35 @@ def parse_stat(text: str, ticks_per_second: float) -> ProcessCpu:
         (cutime + cstime) / ticks_per_second,
         fields[0] == "Z",
     )
+
+
+# The kernel keeps 15 bytes of a thread's name: HotSpot's "C2 CompilerThread0" reads so.
+COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+
+
+def compiler_threads(jvm: int) -> dict[int, float]:
+    """The CPU seconds so far of each of the JVM's JIT compiler threads, by thread id."""
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    found: dict[int, float] = {}
+    try:
+        entries = list((PROC / str(jvm) / "task").iterdir())
+    except OSError:  # the JVM is gone
+        return found
+    for entry in entries:
+        try:
+            thread = parse_stat((entry / "stat").read_text(), ticks)
+        except (OSError, ValueError, IndexError):  # gone meanwhile
+            continue
+        if thread.name.startswith(COMPILER_THREADS):
+            found[thread.pid] = thread.own
+    return found
+
+
+def grown_seconds(before: dict[int, float], last: dict[int, float]) -> float:
+    """CPU seconds threads spent since ``before``, from each one's last reading
+    (``last``): a thread started since counts from zero, and one gone since keeps the
+    reading ``last`` holds of it."""
+    return sum(seconds - before.get(tid, 0.0) for tid, seconds in last.items())
 
 
 def read_processes() -> dict[int, ProcessCpu]:
@@ -148,12 +185,17 @@ def vanished_seconds(last_seen: dict[int, float], after: dict[int, ProcessCpu]) 
 
 
 def sample_until(
-    stop, find: Callable[[], set[int]], last: dict[int, float], interval: float, scan_every: float
+    stop,
+    find: Callable[[], set[int]],
+    last: dict[int, float],
+    interval: float,
+    scan_every: float,
+    also: Callable[[], None] | None = None,
 ) -> None:
     """Until ``stop`` is set: every ``interval`` seconds, the CPU (own and reaped
     children's) of each process ``find`` named, into ``last``, whose readings of a process
     that is gone stay; ``find`` is called every ``scan_every`` seconds (a walk of every
-    process, kept off each reading)."""
+    process, kept off each reading); ``also``, where given, with each reading."""
     ticks = float(os.sysconf("SC_CLK_TCK"))
     known: set[int] = set()
     next_scan = 0.0
@@ -168,18 +210,24 @@ def sample_until(
                 known.discard(pid)
                 continue
             last[pid] = process.own + process.children
+        if also is not None:
+            also()
         stop.wait(interval)
 
 
 class CpuMeter:
-    """``with CpuMeter(server_pid, jvm_pid) as meter: ...``; then ``meter.seconds``."""
+    """``with CpuMeter(server_pid, jvm_pid) as meter: ...``; then ``meter.seconds`` and
+    ``meter.jit_seconds`` (the part of ``seconds["jvm"]`` the JIT compilers spent)."""
 
     def __init__(self, server: int, jvm: int) -> None:
         import threading
 
         self.server, self.jvm = server, jvm
         self.seconds: dict[str, float] = {}
+        self.jit_seconds = 0.0
         self._before: dict[str, float] = {}
+        self._compilers_before: dict[int, float] = {}
+        self._compilers_last: dict[int, float] = {}
         self._last_seen: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample_workers, daemon=True)
@@ -189,12 +237,16 @@ class CpuMeter:
         self._before = split_by_group(processes, self.server, self.jvm)
         for pid in daemon_children(processes, self.jvm):  # a worker gone before its first sample
             self._last_seen[pid] = processes[pid].own + processes[pid].children
+        self._compilers_before = compiler_threads(self.jvm)
+        self._compilers_last = dict(self._compilers_before)
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._compilers_last.update(compiler_threads(self.jvm))
+        self.jit_seconds = round(grown_seconds(self._compilers_before, self._compilers_last), 2)
         processes = settled_processes(self.jvm)
         after = split_by_group(processes, self.server, self.jvm)
         after["spark python"] += vanished_seconds(self._last_seen, processes)
@@ -207,6 +259,7 @@ class CpuMeter:
             self._last_seen,
             WORKER_SAMPLE_SECONDS,
             WORKER_SCAN_SECONDS,
+            also=lambda: self._compilers_last.update(compiler_threads(self.jvm)),
         )
 
 
@@ -214,13 +267,18 @@ def jvm_pid(spark) -> int:
     return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
 
 
-def describe(seconds: dict[str, float], rows: int) -> str:
-    """Each process's CPU seconds and its seconds per million rows, then their total."""
+def describe(seconds: dict[str, float], rows: int, jit: float | None = None) -> str:
+    """Each process's CPU seconds and its seconds per million rows, then their total;
+    ``jit``, where known, the part of the JVM's that its JIT compilers spent."""
     total = sum(seconds.values())
-    parts = ", ".join(
-        f"{name} {value:.2f} ({value / rows * 1e6 if rows else 0.0:.2f}/M)"
-        for name, value in seconds.items()
-    )
+
+    def one(name: str, value: float) -> str:
+        text = f"{name} {value:.2f} ({value / rows * 1e6 if rows else 0.0:.2f}/M"
+        if name == "jvm" and jit is not None:
+            text += f"; JIT compilers {jit:.2f}"
+        return text + ")"
+
+    parts = ", ".join(one(name, value) for name, value in seconds.items())
     per_million = total / rows * 1e6 if rows else 0.0
     return f"{parts}; total {total:.2f} CPU s ({per_million:.2f} per million rows)"
 

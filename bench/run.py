@@ -222,6 +222,7 @@ class Bench:
         with CpuMeter(self.server_pid, jvm_pid(spark)) as meter:
             measurement = timed(call)
         measurement.details["cpu_seconds"] = meter.seconds
+        measurement.details["jit_cpu_seconds"] = meter.jit_seconds
         return measurement
 
     def checkpoint(self) -> str:
@@ -586,7 +587,8 @@ def cpu_lines(measurements: list[Measurement], rows: int) -> str:
         if seconds is None or run.name in seen:
             continue
         seen.add(run.name)
-        lines.append(f"  {run.name}: {describe(seconds, rows)}")
+        jit = run.details.get("jit_cpu_seconds")
+        lines.append(f"  {run.name}: {describe(seconds, rows, jit)}")
     if not lines:
         return ""
     return "\nCPU seconds during the run (server, Spark's JVM, Spark's Python processes):\n" + (

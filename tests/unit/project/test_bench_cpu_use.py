@@ -9,11 +9,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
+import cpu_use  # noqa: E402
 from cpu_use import (  # noqa: E402
     DriverCpuSampler,
     ProcessCpu,
+    compiler_threads,
     daemon_children,
     descendants,
+    describe,
+    grown_seconds,
     parse_stat,
     split_by_group,
     vanished_seconds,
@@ -115,3 +119,37 @@ def test_a_worker_gone_during_a_run_counts_by_its_last_reading_and_one_still_the
         - groups_before["spark python"]
     )
     assert python == 0.75 + 1.0  # 13's 0.75 in the run, 15's 1.0
+
+
+def test_the_jit_compilers_are_the_jvms_threads_of_hotspots_two_compiler_names(
+    tmp_path, monkeypatch
+):
+    ticks = os.sysconf("SC_CLK_TCK")
+    threads = {
+        101: ("java", 50),
+        102: ("C2 CompilerThre", 3 * ticks),
+        103: ("C1 CompilerThre", ticks),
+        104: ("Executor task l", 9 * ticks),
+        105: ("GC Thread#0", ticks),
+    }
+    for tid, (name, utime) in threads.items():
+        directory = tmp_path / "100" / "task" / str(tid)
+        directory.mkdir(parents=True)
+        (directory / "stat").write_text(_stat(tid, name, 1, utime, 0, 0, 0))
+    monkeypatch.setattr(cpu_use, "PROC", tmp_path)
+    assert compiler_threads(100) == {102: 3.0, 103: 1.0}
+    assert compiler_threads(999) == {}  # a JVM that is gone
+
+
+def test_a_compiler_thread_started_during_a_run_counts_from_zero_and_one_gone_by_its_last_reading():
+    before = {1: 10.0, 2: 4.0}
+    last = {1: 12.5, 2: 4.5, 3: 0.75}  # 2 stopped during the run; 3 started
+    assert grown_seconds(before, last) == 2.5 + 0.5 + 0.75
+
+
+def test_the_jit_share_is_shown_inside_the_jvms_seconds_and_not_added_to_the_total():
+    seconds = {"server": 1.0, "jvm": 3.0, "spark python": 2.0}
+    line = describe(seconds, 1_000_000, jit=1.25)
+    assert "jvm 3.00 (3.00/M; JIT compilers 1.25)" in line
+    assert line.endswith("total 6.00 CPU s (6.00 per million rows)")
+    assert "JIT" not in describe(seconds, 1_000_000)
