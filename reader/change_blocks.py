@@ -11,7 +11,11 @@ import numpy as np
 from cdc_source.binlog.table_map import TableMap
 from reader.row_decoding import DecodedRows, RowSink
 
-ROWS_PER_BLOCK = 65536
+# A block is decoded whole before any of its rows go to Spark, which takes them in while
+# the next block is decoded: a block of a few output slices (reader.arrow_output's
+# ROWS_PER_BATCH) keeps the JVM and the decoding both busy, where a larger one leaves the
+# JVM waiting through each block's decoding (figures in bench/README.md).
+ROWS_PER_BLOCK = 16384
 BYTES_PER_BLOCK = 32 << 20
 
 
