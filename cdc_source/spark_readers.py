@@ -74,21 +74,25 @@ def discover(options: SourceOptions) -> list[TableSchema]:
 
 
 def _read_task(options: SourceOptions, partition: InputPartition) -> Iterator:
-    """Executor side of both readers: one task's Arrow batches, in a Python worker
-    whose long-lived objects are kept out of the collector Spark runs after each task
-    (:mod:`reader.worker_heap`)."""
+    """Executor side of both readers: one task's Arrow batches, made on a thread of
+    their own a few ahead of the one Spark's worker writes (:mod:`reader.read_ahead`),
+    in a Python worker whose long-lived objects are kept out of the collector Spark runs
+    after each task (:mod:`reader.worker_heap`)."""
+    from reader.read_ahead import read_ahead
     from reader.task_runner import run_task
     from reader.worker_heap import freeze_long_lived
 
     configure_logging(driver=False)
     freeze_long_lived()
-    return run_task(
-        partition.task,
-        options.connection_kwargs(),
-        partition.tables,
-        options.retry_policy(),
-        options.metadata,
-        columns=options.columns,
+    return read_ahead(
+        run_task(
+            partition.task,
+            options.connection_kwargs(),
+            partition.tables,
+            options.retry_policy(),
+            options.metadata,
+            columns=options.columns,
+        )
     )
 
 
