@@ -97,6 +97,31 @@ def test_the_batches_run_at_most_depth_ahead_of_the_consumer():
     assert log["made"] < 100
 
 
+class Sized:
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+def test_the_batches_waiting_stay_under_the_byte_bound_and_a_larger_one_still_passes():
+    made = []
+
+    def sized(sizes):
+        for size in sizes:
+            made.append(size)
+            yield Sized(size)
+
+    reader = read_ahead(sized([40] * 20), depth=10, max_bytes=100)
+    next(reader)
+    time.sleep(0.3)
+    assert len(made) <= 1 + 2 + 1  # in hand, two waiting (80 bytes), one made
+    reader.close()
+    assert [b.nbytes for b in read_ahead(sized([500, 10, 500]), depth=2, max_bytes=100)] == [
+        500,
+        10,
+        500,
+    ]
+
+
 def test_a_consumer_that_ends_early_returns_only_once_the_batches_are_closed():
     closed = threading.Event()
 
