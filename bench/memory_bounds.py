@@ -6,9 +6,10 @@ Measurement only.
     python bench/memory_bounds.py                        # a 1 GiB value, 1 hour at 100 writes/s
     python bench/memory_bounds.py --blob-mib 256 --backlog 36000
 
-Each case runs in a fresh process: one binlog task over the range (peak RSS sampled per
-Arrow batch), and the driver's planning of the batch over it (QueryDriver.latest and
-.tasks). The server is a throwaway MariaDB with max_allowed_packet=1G.
+Each case runs in a fresh process: one binlog task over the range, its batches made
+ahead on a thread as in Spark's worker (peak RSS sampled per Arrow batch), and the
+driver's planning of the batch over it (QueryDriver.latest and .tasks). The server is a
+throwaway MariaDB with max_allowed_packet=1G.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ from cdc_source.offsets import BinlogPosition, SourceOffset, table_fingerprint
 from cdc_source.options import parse_options
 from cdc_source.partitions import BinlogTask, ChunkSpec, ChunkTask
 from coordinator.driver import QueryDriver
+from reader.read_ahead import read_ahead
 from reader.task_runner import run_task
+
+def task_batches(task):
+    # as Spark's worker gets them (cdc_source.spark_readers): made ahead on a thread
+    return read_ahead(run_task(task, options.connection_kwargs(), tables, options.retry_policy()))
 
 def rss_mib():
     with open("/proc/self/statm") as handle:
@@ -64,7 +70,7 @@ if role == "snapshot":  # the whole table as one chunk, at P = start
     samples = []
     target = BinlogPosition(*start)
     task = ChunkTask((ChunkSpec(tables[0], 0, None, None),), target, 6402, options.fetch_size)
-    for batch in run_task(task, options.connection_kwargs(), tables, options.retry_policy()):
+    for batch in task_batches(task):
         rows += batch.num_rows
         batches += 1
         largest = max(largest, batch.nbytes)
@@ -77,7 +83,7 @@ elif role == "task":
     largest = 0
     task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6401)
     samples = []
-    for batch in run_task(task, options.connection_kwargs(), tables, options.retry_policy()):
+    for batch in task_batches(task):
         rows += batch.num_rows
         batches += 1
         largest = max(largest, batch.nbytes)
