@@ -261,6 +261,7 @@ INTERNAL = {
     "_InvalidDate",
     "FileNotFoundError",  # a throwaway server's unpacked tree is incomplete (tests, quickstart)
     "FollowerStopped",  # ends the driver's follower thread, which logs it and never raises it
+    "ReadAheadBroken",  # a task's read-ahead thread ended without an end or an error
 }
 
 

@@ -41,6 +41,10 @@ READ_AHEAD_BATCHES = 4
 READ_AHEAD_BYTES = 32 << 20
 
 
+class ReadAheadBroken(RuntimeError):
+    """The thread ended without handing over an end or an error: a broken invariant."""
+
+
 class _End:
     """The batches ran out."""
 
@@ -87,7 +91,7 @@ class _Waiting:
         with self.changed:
             while not self.items:
                 if not maker.is_alive():
-                    raise RuntimeError("the read-ahead thread ended before its batches did")
+                    raise ReadAheadBroken("the read-ahead thread ended before its batches did")
                 self.changed.wait(timeout=1.0)
             item, size = self.items.popleft()
             self.bytes -= size
