@@ -448,6 +448,7 @@ from cdc_source.catalog import discover_tables
 from cdc_source.mysql_client import connect
 from cdc_source.offsets import BinlogPosition
 from cdc_source.partitions import BinlogTask
+from reader.read_ahead import read_ahead
 from reader.task_runner import run_task
 
 def rss_kib():
@@ -464,7 +465,7 @@ arrow_peak = 0
 began = time.perf_counter()
 rows = batches = 0
 task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6301)
-for batch in run_task(task, kwargs, tables):
+for batch in read_ahead(run_task(task, kwargs, tables)):  # as Spark's worker takes them
     rows += batch.num_rows
     batches += 1
     peak = max(peak, rss_kib())
