@@ -31,14 +31,15 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TypeVar
 
+from reader.snapshot_connection import DEFAULT_FETCH_BYTES
+
 T = TypeVar("T")
 
 # Batches of reader.arrow_output's ROWS_PER_BATCH rows: a binlog block, or a fetch of
 # the snapshot, is two of them.
 READ_AHEAD_BATCHES = 4
-# As much as one snapshot fetch may hold (reader.snapshot_connection's
-# DEFAULT_FETCH_BYTES): wide rows wait one batch at a time.
-READ_AHEAD_BYTES = 32 << 20
+# As much as one snapshot fetch may hold: wide rows wait one batch at a time.
+READ_AHEAD_BYTES = DEFAULT_FETCH_BYTES
 
 
 class ReadAheadBroken(RuntimeError):
