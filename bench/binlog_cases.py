@@ -110,7 +110,9 @@ def _captured(bench, table: str) -> tuple:
     return in_process_reader(bench, table).tables
 
 
-def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement:
+def _in_process(bench, tables: tuple, start, end, decode_only: bool) -> Measurement:
+    """One binlog task over the range in this process (``tables``: :func:`_captured`'s),
+    or only its range reader's decoding."""
     from cdc_source.binlog.transport import DumpSource
     from cdc_source.mysql_client import connect
     from cdc_source.offsets import BinlogPosition
@@ -119,7 +121,6 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
     from reader.task_runner import run_task
 
     kwargs = bench.raw_kwargs()
-    tables = _captured(bench, table)
     s, e = BinlogPosition(*start), BinlogPosition(*end)
     began = time.perf_counter()
     if decode_only:
@@ -142,12 +143,13 @@ def _in_process(bench, table: str, start, end, decode_only: bool) -> Measurement
 REPLAY_ROUNDS = 2
 
 
-def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measurement:
+def replay_ceiling(bench, spark, shape: Shape, tables: tuple, start, end, options) -> Measurement:
     """Spark ingesting one binlog task's own Arrow batches of the range from memory, as
     one partition of an availableNow query (bench/ceiling.py), timed as the source's
     batches are (the sum of ``triggerExecution``): what Spark spends around a binlog
     task's output of this shape, with reading it costing nothing. A binlog task in Spark
-    pays this on top of its reading, on the same two cores."""
+    pays this on top of its reading, on the same two cores. ``tables``: the shape's
+    table as :func:`_captured` gives it."""
     from ceiling import (
         REPLAY_FORMAT,
         register_replay_source,
@@ -160,7 +162,6 @@ def replay_ceiling(bench, spark, shape: Shape, start, end, options) -> Measureme
     from cdc_source.partitions import BinlogTask
     from reader.task_runner import run_task
 
-    tables = _captured(bench, shape.table)
     task = BinlogTask(BinlogPosition(*start), BinlogPosition(*end), tables, None, 6203)
     path = bench.work_dir / f"replay-binlog-{shape.table}-{shape.rows_per_txn}.arrow"
     written = write_batches(run_task(task, bench.raw_kwargs(), tables), path)
@@ -221,7 +222,7 @@ def measure_shape(
     query.details["cpu_seconds"] = meter.seconds
     query.details["jit_cpu_seconds"] = meter.jit_seconds
     passes = {**options, "scan.binlog.follower.enabled": "false"}
-    with DriverCpuSampler(jvm_pid(spark)) as driver:
+    with DriverCpuSampler(jvm) as driver:
         by_passes = run_available_now(
             spark, passes, without_follower, "cdc-mysql in Spark, whole query, follower off"
         )
@@ -240,9 +241,10 @@ def measure_shape(
         },
     )
     following = measure_following(bench, spark, shape, table_rows)
-    ceiling = replay_ceiling(bench, spark, shape, start, end, options)
-    reader = _in_process(bench, shape.table, start, end, decode_only=False)
-    decode = _in_process(bench, shape.table, start, end, decode_only=True)
+    tables = _captured(bench, shape.table)
+    ceiling = replay_ceiling(bench, spark, shape, tables, start, end, options)
+    reader = _in_process(bench, tables, start, end, decode_only=False)
+    decode = _in_process(bench, tables, start, end, decode_only=True)
     load = load_average()
     peer = binlog_raw(bench.raw_kwargs(), 6001, start, end, workload.DATABASE, shape.table)
     peer.details["load_1m"] = round(load, 2)
