@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT / "tests" / "data" / "fuzz_seeds"
 RUNNER = ROOT / "tests" / "fuzz" / "run_target.py"
-TARGETS = ("rows", "split", "count", "plain", "json", "textscan", "values")
+TARGETS = ("rows", "split", "count", "plain", "json", "textscan", "statement", "values")
 EXTENSIONS = {
     "cdc_source/binlog/_framing": [],
     "reader/_rowdecoder": [],

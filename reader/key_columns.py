@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from cdc_source.catalog import ColumnSpec, TableSchema
 from cdc_source.keys import encode_component, needs_weight
 from reader import native_columns
-from reader.text_columns import text_to_python
+from reader.text_columns import is_stored_number, text_to_python
 
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _EPOCH_ORDINAL = 719_163  # date(1970, 1, 1).toordinal()
@@ -109,6 +109,8 @@ def _component(
     try:
         if weight is not None:
             return _escaped(weight)
+        if is_stored_number(text):
+            return _stored_number_component(column, text)
         if t in _INTEGERS and native:
             built = native_columns.integer_sort_keys(text, t == "bigint" and column.unsigned)
             if built is not None:
@@ -145,6 +147,23 @@ def _component(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise NotColumnar from None
     raise NotColumnar
+
+
+def _stored_number_component(column: ColumnSpec, values: pa.Array) -> pa.Array:
+    """An integer key column's bytes from its stored values (int64, or uint64 where
+    unsigned), as the binary protocol fetches them."""
+    t = column.data_type
+    if t == "year":
+        years = values.cast(pa.int64())
+        years = pc.if_else(pc.equal(years, 1900), 0, years)  # as encode_component
+        return _numbers(years, np.int64, True, 9)
+    if t not in _INTEGERS:
+        raise NotColumnar
+    if pa.types.is_unsigned_integer(values.type):
+        if t == "bigint":
+            return _numbers(values, np.uint64, False, 9)
+        values = values.cast(pa.int64())
+    return _numbers(values, np.int64, True, 9)
 
 
 def _row_by_row(

@@ -117,13 +117,31 @@ def _time_micros(text: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(pc.struct_field(parts, "sign"), "-"), pc.negate(micros), micros)
 
 
+def is_stored_number(fetched: pa.Array) -> bool:
+    """Whether a fetched column holds the stored numbers (the binary protocol's integers
+    and doubles) rather than the server's text."""
+    return pa.types.is_integer(fetched.type) or pa.types.is_floating(fetched.type)
+
+
+def _number_cast(column: ColumnSpec, values: pa.Array, arrow_type: pa.DataType) -> pa.Array:
+    """A column of stored integers (int64, or uint64 for an unsigned one) or doubles in
+    the output type: Arrow's checked casts, the same as those of the text they print."""
+    if column.boolean:
+        return boolean_column(column, values.cast(pa.int16()))
+    return values.cast(arrow_type)
+
+
 def text_column_to_arrow(
     column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType, native: bool = False
 ) -> pa.Array:
-    """One fetched column (the server's text as Arrow binary) in the output type;
-    ``native``: with :mod:`reader.native_columns` where it has the column's kind."""
+    """One fetched column (the server's text as Arrow binary, or its stored numbers) in
+    the output type; ``native``: with :mod:`reader.native_columns` where it has the
+    column's kind."""
     try:
-        array = _native_cast(column, text, arrow_type) if native else None
+        if is_stored_number(text):
+            array = _number_cast(column, text, arrow_type)
+        else:
+            array = _native_cast(column, text, arrow_type) if native else None
         if array is None:
             array = _fast_cast(column, text, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

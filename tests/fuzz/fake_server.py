@@ -1,12 +1,16 @@
 """A fake MySQL server on a Unix socket, in a thread of the fuzzing process, for the
-``textscan`` target: it greets with a protocol-10 handshake, accepts any account,
-answers every query with OK except ``SELECT fuzz``, whose answer is the fuzzer's packet
-payloads (framed with sequence numbers), after which it closes the connection.
+``textscan`` and ``statement`` targets: it greets with a protocol-10 handshake, accepts
+any account, answers every query with OK except ``SELECT fuzz``, whose answer is the
+fuzzer's packet payloads (framed with sequence numbers), after which it closes the
+connection. Prepared, ``SELECT fuzz`` is a statement of no parameters and of the columns
+the payloads define (as a server sends them with the statement), and its execution's
+answer is the fuzzer's payloads.
 
-:func:`scan` connects with mysqlclient, reads that answer with ``reader._textscan``
-(libmariadb parses the packets, the C copies each value into Arrow buffers) and returns
-when the result ends or fails. A new connection per input: a damaged answer leaves the
-connection unusable anyway.
+:func:`scan` connects with mysqlclient, reads that answer with ``reader._textscan``'s
+``TextScan`` (libmariadb parses the packets, the C copies each value into Arrow buffers)
+and returns when the result ends or fails; :func:`statement_scan` reads it with
+``StatementScan`` (libmariadb frames the rows, the C parses each value). A new
+connection per input: a damaged answer leaves the connection unusable anyway.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ QUERY = b"SELECT fuzz"
 # EOF packets after the column definitions and rows.
 CAPABILITIES = 0x1 | 0x2 | 0x4 | 0x8 | 0x200 | 0x2000 | 0x8000 | 0x20000 | 0x80000
 OK = b"\x00\x00\x00\x02\x00\x00\x00"
+STATEMENT_ID = (1).to_bytes(4, "little")
+EOF = b"\xfe\x00\x00\x02\x00"
 
 _server: _FakeServer | None = None
 
@@ -89,10 +95,23 @@ class _FakeServer:
             command = self._read(conn)
             if not command or command[0] == 0x01:  # COM_QUIT
                 return
-            if command == b"\x03" + QUERY:
+            if command == b"\x03" + QUERY or command[:5] == b"\x17" + STATEMENT_ID:
                 conn.sendall(b"".join(_packet(i + 1, p) for i, p in enumerate(self.answer)))
                 return
+            if command == b"\x16" + QUERY:
+                conn.sendall(self._prepared())
+                continue
             conn.sendall(_packet(1, OK))
+
+
+    def _prepared(self) -> bytes:
+        """COM_STMT_PREPARE's answer: the statement, no parameters, and the columns the
+        answer's first payloads define (its column count and definitions), then EOF."""
+        count = self.answer[0][0] if self.answer and self.answer[0] else 0
+        columns = self.answer[1 : 1 + count]
+        ok = b"\x00" + STATEMENT_ID + len(columns).to_bytes(2, "little") + bytes(5)
+        packets = [ok, *columns, EOF] if columns else [ok]
+        return b"".join(_packet(i + 1, p) for i, p in enumerate(packets))
 
 
 def _recv(conn: socket.socket, size: int) -> bytes | None:
@@ -106,17 +125,48 @@ def _recv(conn: socket.socket, size: int) -> bytes | None:
     return b"".join(parts)
 
 
-def scan(payloads: list[bytes]) -> None:
-    """Reads ``payloads`` as the answer to a query through ``reader._textscan``."""
+def _connect(payloads: list[bytes]):
     import MySQLdb
-
-    from reader import _textscan
 
     global _server
     if _server is None:
         _server = _FakeServer()
     _server.answer = payloads
-    conn = MySQLdb.connect(unix_socket=_server.path, user="fuzz", connect_timeout=5, read_timeout=5)
+    return MySQLdb.connect(unix_socket=_server.path, user="fuzz", connect_timeout=5, read_timeout=5)
+
+
+def statement_scan(payloads: list[bytes]) -> None:
+    """Reads ``payloads`` as the answer to a prepared statement's execution through
+    ``reader._textscan.StatementScan``."""
+    from reader import _textscan
+
+    conn = _connect(payloads)
+    try:
+        scanner = _textscan.StatementScan(conn)
+        try:
+            if scanner.execute(QUERY):
+                while True:
+                    rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
+                    if not rows:
+                        break
+                    for kind, _, first, second, ascii in columns:
+                        if kind == "binary":
+                            assert ascii in (True, False) and len(first) == 4 * (rows + 1)
+                        else:
+                            assert second is None and len(first) == 8 * rows and not ascii
+        except (_textscan.ScanError, ValueError):
+            pass
+        finally:
+            scanner.abandon()
+    finally:
+        conn.close()
+
+
+def scan(payloads: list[bytes]) -> None:
+    """Reads ``payloads`` as the answer to a query through ``reader._textscan``."""
+    from reader import _textscan
+
+    conn = _connect(payloads)
     try:
         scanner = _textscan.TextScan(conn)
         try:

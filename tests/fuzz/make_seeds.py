@@ -8,6 +8,10 @@ layouts of :mod:`tests.fuzz.native_targets`:
 * ``split``, ``plain``: the corpus files as dump streams, a few events per seed;
 * ``json``: every JSON column value of the MySQL corpus;
 * ``textscan``: the recorded answers as text-protocol result sets;
+* ``statement``: the rows of ``tests.support.typed_rows`` (every column kind the binary
+  protocol sends differently: integers of each width, signed and unsigned, DOUBLE,
+  FLOAT, DATE, DATETIME, TIMESTAMP, TIME, YEAR, length-encoded text, NULLs) as
+  binary-protocol result sets;
 * ``values``: every TIME value of the binlog corpus as the server prints it, every
   text value of the recorded answers as key bytes for ``_seq``, and DATE, DATETIME,
   DECIMAL text of the server's forms and integers as sort keys.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import struct
 from pathlib import Path
 
 from cdc_source.binlog import constants as c
@@ -33,6 +38,7 @@ from reader.row_decoding import RowSink
 from tests.fuzz import native_targets as t
 from tests.support import server_answers
 from tests.support.binlog_corpus import CORPUS, FLAVOURS
+from tests.support.typed_rows import NAMES, ROWS
 
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "fuzz_seeds"
 MAGIC = b"\xfebin"
@@ -173,18 +179,123 @@ def _lenenc_text(value) -> bytes:
     return b"\xfd" + size.to_bytes(3, "little") + data
 
 
-def _column_definition(name: str) -> bytes:
+def _column_definition(
+    name: str,
+    field_type: int = c.T_VAR_STRING,
+    flags: int = 0,
+    decimals: int = 0,
+    charset: int = 45,
+    length: int = 1024,
+) -> bytes:
     parts = [b"def", b"", b"", b"", name.encode(), name.encode()]
     head = b"".join(_lenenc_text(p) for p in parts)
-    # fixed fields: charset utf8mb4, length, type VAR_STRING, flags, decimals, filler
+    # fixed fields: charset (utf8mb4 by default), length, type, flags, decimals, filler
     return (
         head
         + b"\x0c"
-        + (45).to_bytes(2, "little")
-        + (1024).to_bytes(4, "little")
-        + bytes([c.T_VAR_STRING])
-        + b"\x00\x00\x00\x00\x00"
+        + charset.to_bytes(2, "little")
+        + length.to_bytes(4, "little")
+        + bytes([field_type])
+        + flags.to_bytes(2, "little")
+        + bytes([decimals])
+        + b"\x00\x00"
     )
+
+
+UNSIGNED = 0x20
+
+
+def _binary_integer(width: int):
+    return lambda v: int(v).to_bytes(width, "little", signed=int(v) < 0)
+
+
+def _binary_date(text: str) -> bytes:
+    year, month, day = (int(p) for p in text[:10].split("-"))
+    return bytes([4]) + year.to_bytes(2, "little") + bytes([month, day])
+
+
+def _binary_datetime(text: str) -> bytes:
+    date = _binary_date(text)[1:]
+    clock, _, fraction = text[11:].partition(".")
+    hour, minute, second = (int(p) for p in clock.split(":"))
+    micros = int((fraction + "000000")[:6])
+    return bytes([11]) + date + bytes([hour, minute, second]) + micros.to_bytes(4, "little")
+
+
+def _binary_time(text: str) -> bytes:
+    negative = text.startswith("-")
+    clock, _, fraction = text.lstrip("-").partition(".")
+    hours, minute, second = (int(p) for p in clock.split(":"))
+    micros = int((fraction + "000000")[:6])
+    days, hour = divmod(hours, 24)
+    return (
+        bytes([12, negative])
+        + days.to_bytes(4, "little")
+        + bytes([hour, minute, second])
+        + micros.to_bytes(4, "little")
+    )
+
+
+# typed_rows' columns the binary protocol sends in each of its forms: (name, field
+# type, flags, decimals, encoder of the row's value).
+STATEMENT_COLUMNS = (
+    ("id", c.T_LONG, 0, 0, _binary_integer(4)),
+    ("ti", c.T_TINY, 0, 0, _binary_integer(1)),
+    ("siu", c.T_SHORT, UNSIGNED, 0, lambda v: int(v).to_bytes(2, "little")),
+    ("mi", c.T_INT24, 0, 0, _binary_integer(4)),
+    ("biu", c.T_LONGLONG, UNSIGNED, 0, lambda v: int(v).to_bytes(8, "little")),
+    ("bi", c.T_LONGLONG, 0, 0, _binary_integer(8)),
+    ("f", c.T_FLOAT, 0, 31, lambda v: struct.pack("<f", float(v))),
+    ("db", c.T_DOUBLE, 0, 31, lambda v: struct.pack("<d", float(v))),
+    ("d10", c.T_NEWDECIMAL, 0, 2, _lenenc_text),
+    ("vc", c.T_VARCHAR, 0, 0, _lenenc_text),
+    ("bl", c.T_BLOB, 0, 0, _lenenc_text),
+    ("dt", c.T_DATE, 0, 0, _binary_date),
+    ("dtm6", c.T_DATETIME, 0, 6, _binary_datetime),
+    ("ts", c.T_TIMESTAMP, 0, 3, _binary_datetime),
+    ("tm6", c.T_TIME, 0, 6, _binary_time),
+    ("yr", c.T_YEAR, UNSIGNED, 0, lambda v: int(v).to_bytes(2, "little")),
+)
+
+
+TEXT_TYPES = (c.T_VARCHAR, c.T_BLOB)
+# A number's or a temporal value's display length, as the servers give it (libmariadb
+# 3.3.20 refuses a value longer than its column's length; 1024 it takes for no number).
+NUMBER_LENGTH = 26
+
+
+def _binary_row(values: list) -> bytes:
+    nulls = bytearray((len(values) + 9) // 8)
+    body = b""
+    for index, value in enumerate(values):
+        if value is None:
+            nulls[(index + 2) // 8] |= 1 << ((index + 2) % 8)
+        else:
+            body += value
+    return b"\x00" + bytes(nulls) + body
+
+
+def statement_seeds() -> list[bytes]:
+    eof = b"\xfe\x00\x00\x02\x00"
+    head = [bytes([len(STATEMENT_COLUMNS)])]
+    head += [
+        _column_definition(n, k, f, d)
+        if k in TEXT_TYPES
+        else _column_definition(n, k, f, d, charset=63, length=NUMBER_LENGTH)
+        for n, k, f, d, _ in STATEMENT_COLUMNS
+    ]
+    head.append(eof)
+    rows = []
+    for row in ROWS:
+        by_name = dict(zip(NAMES, row))
+        values = []
+        for name, _, _, _, encode in STATEMENT_COLUMNS:
+            value = by_name[name]
+            values.append(None if value is None else encode(value))
+        rows.append(_binary_row(values))
+    seeds = [t.textscan_input(head + rows + [eof])]
+    seeds += [t.textscan_input(head + [row, eof]) for row in rows]
+    return seeds
 
 
 def textscan_seeds() -> list[bytes]:
@@ -214,6 +325,7 @@ def main() -> None:
             binlog_seeds(path, seeds)
     seeds["rows"] += old_temporal_seeds()
     seeds["textscan"] = textscan_seeds()
+    seeds["statement"] = statement_seeds()
     seeds["values"] += answer_key_seeds() + typed_text_seeds()
     for name, inputs in seeds.items():
         directory = SEEDS / name

@@ -22,6 +22,10 @@ so :mod:`tests.fuzz.make_seeds` can write real events and result sets in them:
               columns): libmariadb allocates the column definitions for whatever count a
               server sends (an 8-byte length-encoded one asked for 6 GB in
               ``mysql_real_query``), an allocation in the client library, not this code.
+``statement`` ``reader._textscan.StatementScan`` over the same fake server: the payloads
+              (as ``textscan``'s, the column count cut the same way) answer a prepared
+              statement's execution: column count, column definitions, EOF, rows in the
+              binary protocol, EOF.
 ``values``    ``reader._textvalues`` (temporal and decimal text, integer sort keys,
               ``_seq`` as hex): 1 byte mode m; bit 1 set: raw buffers, else the entry
               point ``VALUE_ENTRIES[(m >> 2) * 2 + (m & 1)]`` (modulo their count; a
@@ -245,13 +249,23 @@ def parse_textscan_input(data: bytes) -> list[bytes]:
     return payloads
 
 
-def textscan(data: bytes) -> None:
-    from tests.fuzz import fake_server
-
+def _result_payloads(data: bytes) -> list[bytes]:
     payloads = parse_textscan_input(data)
     if payloads:
         payloads[0] = bytes([payloads[0][0] % 251]) if payloads[0] else b"\x00"
-    fake_server.scan(payloads)
+    return payloads
+
+
+def textscan(data: bytes) -> None:
+    from tests.fuzz import fake_server
+
+    fake_server.scan(_result_payloads(data))
+
+
+def statement(data: bytes) -> None:
+    from tests.fuzz import fake_server
+
+    fake_server.statement_scan(_result_payloads(data))
 
 
 NULL_LENGTH = 255
@@ -483,6 +497,7 @@ TARGETS = {
     "plain": plain,
     "json": json,
     "textscan": textscan,
+    "statement": statement,
     "values": values,
 }
 # Targets whose code under test is Python: atheris instruments those modules.

@@ -1,8 +1,9 @@
-"""The snapshot's C reader (reader/_textscan.c) never crashes the worker: misuse is an
-exception, a closed or killed connection is a transient server error, and a result
-stream corrupted on the wire (bytes flipped or cut by a proxy, seeded) ends in an
-exception or in rows, never in a crash. The fuzzing runs in a child process, so a
-crash would fail the test instead of ending the test run."""
+"""The snapshot's C readers (reader/_textscan.c: the text protocol's TextScan and the
+binary protocol's StatementScan) never crash the worker: misuse is an exception, a
+closed or killed connection is a transient server error, and a result stream corrupted
+on the wire (bytes flipped or cut by a proxy, seeded) ends in an exception or in rows,
+never in a crash. The fuzzing runs in a child process, so a crash would fail the test
+instead of ending the test run."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ def _native_reader_built():
 
 ONE_DECODER = True  # no binlog is read here
 MARKER = b"/*fuzz*/"
+SCANS = ["TextScan", "StatementScan"]
+
+
+def _scan_type(name: str):
+    from reader import _textscan
+
+    if not hasattr(_textscan, name):
+        pytest.fail(f"reader._textscan has no {name} (libmariadb older than Connector/C 3.1?)")
+    return getattr(_textscan, name)
 
 
 def _connect(server, port=None, **extra):
@@ -62,11 +72,13 @@ def table(server):
     return f"{database}.t"
 
 
-def test_misuse_and_server_errors_are_exceptions(server, table):
-    from reader._textscan import ScanError, TextScan
+@pytest.mark.parametrize("scan_name", SCANS)
+def test_misuse_and_server_errors_are_exceptions(server, table, scan_name):
+    from reader._textscan import ScanError
 
+    scan_type = _scan_type(scan_name)
     conn = _connect(server)
-    scan = TextScan(conn)
+    scan = scan_type(conn)
     with pytest.raises(ValueError):
         scan.fetch(0, 1)
     assert scan.fetch(10, 100) == (0, [])  # nothing open
@@ -87,22 +99,31 @@ def test_misuse_and_server_errors_are_exceptions(server, table):
         scan.execute(b"SELECT 1")
     assert closed.value.args[0] == 2006
     with pytest.raises(AttributeError):  # not a MySQLdb connection
-        TextScan(object())
+        scan_type(object())
 
 
-def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(server, table):
-    from reader._textscan import TextScan
-
+@pytest.mark.parametrize("scan_name", SCANS)
+def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(
+    server, table, scan_name
+):
     conn = _connect(server)
-    scan = TextScan(conn)
+    scan = _scan_type(scan_name)(conn)
     scan.execute(f"SELECT id, s, n FROM {table} ORDER BY id LIMIT 20".encode())
-    rows, [ids, strings, numbers] = scan.fetch(20, 1 << 20, b"\x00\x01")
+    asked = b"\x01\x01" if scan_name == "StatementScan" else b"\x00\x01"
+    rows, [ids, strings, numbers] = scan.fetch(20, 1 << 20, asked)
     assert scan.fetch(20, 1 << 20)[0] == 0  # the result's end: it is released
     del scan
     conn.close()
+    if scan_name == "StatementScan":  # integers as their values, text as TextScan's
+        assert [ids[0], strings[0], numbers[0]] == ["int64", "binary", "int64"]
+        assert not ids[4]  # asked, but the ASCII check is of text columns only
+        assert memoryview(ids[2]).cast("q").tolist() == list(range(20))
+        values = memoryview(numbers[2]).cast("q").tolist()
+        assert [v for i, v in enumerate(values) if i % 7 == 0] == [0, 7, 14]
+        ids, strings, numbers = (None, None, ids[2]), strings[1:], numbers[1:]
     validity, offsets, data, ascii = strings
     assert validity is None  # no NULL among them: no bitmap
-    assert ascii and not ids[3]  # the ASCII check runs on the columns asked only
+    assert ascii
     view = memoryview(data)
     assert view.readonly and len(view) == len(data)
     with pytest.raises(TypeError):
@@ -115,7 +136,8 @@ def test_fetched_buffers_are_read_only_and_outlive_the_scan_and_its_connection(s
     assert [bool(bits[i // 8] >> (i % 8) & 1) for i in range(rows)] == [
         i % 7 == 0 for i in range(20)
     ]
-    assert bytes(ids[2])[:2] == b"01"
+    if scan_name == "TextScan":
+        assert bytes(ids[2])[:2] == b"01" and not ids[3]  # only the columns asked
 
 
 def test_a_text_column_of_ascii_bytes_comes_as_string_and_any_other_as_binary(server, table):
@@ -216,13 +238,20 @@ CHILD = textwrap.dedent(
     """
     import sys
     import MySQLdb
-    from reader._textscan import TextScan
-    port, user, password, table = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    from reader import _textscan
+    port, user, password, table, scan_name = sys.argv[1:6]
     conn = MySQLdb.connect(host="127.0.0.1", port=int(port), user=user, password=password,
                            charset="utf8mb4", connect_timeout=5, read_timeout=5)
-    scan = TextScan(conn)
+    scan = getattr(_textscan, scan_name)(conn)
+    # Every kind of value the scans take: integers, text, blobs, NULLs, a double and the
+    # temporal types.
+    query = (
+        f"SELECT /*fuzz*/ *, CAST(id AS DOUBLE), DATE('2020-01-01') + INTERVAL id DAY, "
+        f"TIMESTAMP('2020-01-01 00:00:00.5') + INTERVAL id SECOND, SEC_TO_TIME(id - 1500) "
+        f"FROM {table}"
+    )
     try:
-        scan.execute(f"SELECT /*fuzz*/ * FROM {table}".encode())
+        scan.execute(query.encode())
         while scan.fetch(257, 1 << 16)[0]:
             pass
         print("rows")
@@ -234,7 +263,9 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_a_corrupted_result_stream_never_crashes_the_reader(server, table):
+@pytest.mark.parametrize("scan_name", SCANS)
+def test_a_corrupted_result_stream_never_crashes_the_reader(server, table, scan_name):
+    _scan_type(scan_name)
     outcomes = []
     for seed in range(24):
         proxy = CorruptingProxy((server.info.host, server.info.port), seed)
@@ -247,6 +278,7 @@ def test_a_corrupted_result_stream_never_crashes_the_reader(server, table):
                 server.info.admin_user,
                 server.info.admin_password,
                 table,
+                scan_name,
             ],
             capture_output=True,
             text=True,

@@ -23,14 +23,14 @@ SEEDS = ROOT / "tests" / "data" / "fuzz_seeds"
 REGRESSIONS = SEEDS / "regressions"
 
 
-def _textscan_available() -> bool:
+def _textscan_available(scan: str = "TextScan") -> bool:
     try:
         import MySQLdb  # noqa: F401
 
-        from reader import _textscan  # noqa: F401
+        from reader import _textscan
     except ImportError:
         return False
-    return True
+    return hasattr(_textscan, scan)
 
 
 AVAILABLE = {
@@ -40,6 +40,7 @@ AVAILABLE = {
     "plain": framing.native_available(),
     "json": True,
     "textscan": _textscan_available(),
+    "statement": _textscan_available("StatementScan"),
     "values": native_columns.native_available(),
 }
 
