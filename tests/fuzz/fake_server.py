@@ -103,7 +103,6 @@ class _FakeServer:
                 continue
             conn.sendall(_packet(1, OK))
 
-
     def _prepared(self) -> bytes:
         """COM_STMT_PREPARE's answer: the statement, no parameters, and the columns the
         answer's first payloads define (its column count and definitions), then EOF."""
