@@ -139,11 +139,12 @@ SNAPSHOT_OPTIONS: tuple[Option, ...] = (
         ),
         manual=(
             "how snapshot tasks read: `mysqlclient` (C: where the package's "
-            "`reader._textscan` extension is built, the server's text goes from libmariadb "
-            "straight into Arrow buffers; else mysqlclient's cursor) where mysqlclient is "
-            "installed (`pip install 'cdc-mysql[fast]'`, needs `libmariadb-dev` and "
-            "`pkg-config` to build), else `pymysql`. All hand the server's text to the same "
-            "Arrow casts: the same output"
+            "`reader._textscan` extension is built, the rows go from libmariadb straight "
+            "into Arrow buffers, in the binary protocol where libmariadb is Connector/C 3.1 "
+            "or later, which spares the server printing numbers; else mysqlclient's cursor) "
+            "where mysqlclient is installed (`pip install 'cdc-mysql[fast]'`, needs "
+            "`libmariadb-dev` and `pkg-config` to build), else `pymysql`. All hand the "
+            "values to the same Arrow casts: the same output"
         ),
     ),
     Option(

@@ -593,8 +593,8 @@ static int field_shape(const MYSQL_FIELD *field, FieldShape *shape) {
 }
 
 /* Appends ``length`` bytes to a text column (the row's offset is set by the caller). */
-static int append_bytes(StatementScan *self, Column *c, const unsigned char *from,
-                        size_t length) {
+static inline int append_bytes(StatementScan *self, Column *c, const unsigned char *from,
+                               size_t length) {
     size_t start = c->data.length;
     if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
     if (!length) return FETCH_OK;
@@ -609,11 +609,21 @@ static int append_bytes(StatementScan *self, Column *c, const unsigned char *fro
     return FETCH_OK;
 }
 
+/* "00".."99": two digits a step, in place of a division per digit. */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* ``value`` (below 10 ** digits) as exactly ``digits`` decimal digits. */
 static char *put_digits(char *to, unsigned long value, int digits) {
-    for (int i = digits - 1; i >= 0; i--) {
-        to[i] = (char)('0' + value % 10);
-        value /= 10;
+    int i = digits;
+    while (i >= 2) {
+        i -= 2;
+        memcpy(to + i, DIGIT_PAIRS + 2 * (value % 100), 2);
+        value /= 100;
     }
+    if (i) to[0] = (char)('0' + value % 10);
     return to + digits;
 }
 
@@ -688,34 +698,52 @@ static int read_length(const unsigned char **p, const unsigned char *end, uint64
     return 0;
 }
 
-/* A fixed-width little-endian value at ``p`` as 64 bits: sign-extended for SIGNED, a
- * double's bits for DOUBLE (a FLOAT widened). */
-static uint64_t fixed_value(const FieldShape *shape, const unsigned char *p) {
-    uint64_t bits = 0;
-    for (int i = 0; i < shape->width; i++) bits |= (uint64_t)p[i] << (8 * i);
-    if (shape->kind == VALUE_DOUBLE) {
-        double value;
-        if (shape->width == 4) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define FROM_LITTLE_16(x) __builtin_bswap16(x)
+#define FROM_LITTLE_32(x) __builtin_bswap32(x)
+#define FROM_LITTLE_64(x) __builtin_bswap64(x)
+#else
+#define FROM_LITTLE_16(x) (x)
+#define FROM_LITTLE_32(x) (x)
+#define FROM_LITTLE_64(x) (x)
+#endif
+
+/* A fixed-width little-endian value at ``p`` as 64 bits (in the host's order, as Arrow
+ * holds them): sign-extended for SIGNED, a double's bits for DOUBLE (a FLOAT widened). */
+static inline uint64_t fixed_value(const FieldShape *shape, const unsigned char *p) {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int is_signed = shape->kind == VALUE_SIGNED;
+    switch (shape->width) {
+    case 1:
+        u8 = p[0];
+        return is_signed ? (uint64_t)(int64_t)(int8_t)u8 : u8;
+    case 2:
+        memcpy(&u16, p, 2);
+        u16 = FROM_LITTLE_16(u16);
+        return is_signed ? (uint64_t)(int64_t)(int16_t)u16 : u16;
+    case 4:
+        memcpy(&u32, p, 4);
+        u32 = FROM_LITTLE_32(u32);
+        if (shape->kind == VALUE_DOUBLE) {
             float single;
-            uint32_t low = (uint32_t)bits;
-            memcpy(&single, &low, 4);
-            value = (double)single;
-        } else {
-            memcpy(&value, &bits, 8);
+            memcpy(&single, &u32, 4);
+            double value = (double)single;
+            memcpy(&u64, &value, 8);
+            return u64;
         }
-        memcpy(&bits, &value, 8);
-        return bits;
+        return is_signed ? (uint64_t)(int64_t)(int32_t)u32 : u32;
+    default:
+        memcpy(&u64, p, 8);
+        return FROM_LITTLE_64(u64);
     }
-    if (shape->kind == VALUE_SIGNED && shape->width < 8) {
-        uint64_t sign = (uint64_t)1 << (8 * shape->width - 1);
-        bits = (bits ^ sign) - sign;
-    }
-    return bits;
 }
 
 /* One value of one row (``row`` NULL: SQL NULL), parsed from the packet and advanced
  * past; libmariadb calls it for each field of each row, in order. */
-static int parse_value(StatementScan *self, unsigned int index, unsigned char **row) {
+static inline int parse_value(StatementScan *self, unsigned int index, unsigned char **row) {
     const FieldShape *shape = &self->shapes[index];
     Column *c = &self->columns[index];
     Py_ssize_t at = self->row;
@@ -741,9 +769,12 @@ static int parse_value(StatementScan *self, unsigned int index, unsigned char **
     int status;
     if (shape->kind == VALUE_TEXT) {
         uint64_t length;
-        if (read_length(&p, end, &length) < 0 || length > (uint64_t)(end - p)) {
+        if (p < end && *p < 251) { /* a length in one byte: most values */
+            length = *p++;
+        } else if (read_length(&p, end, &length) < 0) {
             return FETCH_MALFORMED;
         }
+        if (length > (uint64_t)(end - p)) return FETCH_MALFORMED;
         status = append_bytes(self, c, p, (size_t)length);
         p += length;
     } else {

@@ -110,7 +110,7 @@ class SnapshotConnection:
         literals = tuple(self.conn.literal(p) for p in params)
         statement = query.encode("utf-8") % literals  # '%%' is '%', as PyMySQL has it
         checked = bytes(index in text_columns for index in range(max(text_columns, default=-1) + 1))
-        columns = _statement_columns if isinstance(scan, _StatementScan) else _text_columns
+        columns = _text_columns if isinstance(scan, _textscan.TextScan) else _statement_columns
         try:
             scan.execute(statement)
             while True:
