@@ -1,9 +1,11 @@
 /*
- * A SELECT's result as Arrow binary columns, read in C over libmariadb.
+ * A SELECT's result as Arrow columns, read in C over libmariadb, by two scans:
+ * TextScan reads the text protocol, StatementScan (below, where libmariadb has a result
+ * callback) a prepared statement's binary protocol.
  *
  * The connection is mysqlclient's (MySQLdb), borrowed through its
  * _get_native_connection() capsule: connecting, TLS, timeouts and errors of the
- * handshake stay mysqlclient's. This module only runs one query at a time with
+ * handshake stay mysqlclient's. A TextScan only runs one query at a time with
  * mysql_use_result (rows stream, nothing is buffered beyond one network packet) and
  * copies each value's bytes, as the server sent them in the text protocol, into one
  * Arrow binary column per field: validity bitmap, int32 offsets, data. Typing the
@@ -29,6 +31,7 @@
 #include <Python.h>
 #include <mysql.h>
 #include <errmsg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -163,7 +166,21 @@ static MYSQL *borrowed_connection(PyObject *owner) {
     return mysql;
 }
 
-static int TextScan_init(TextScan *self, PyObject *args, PyObject *kwargs) {
+/* What every scan object begins with (TextScan and StatementScan alike): the MySQLdb
+ * connection it borrows, kept alive by the reference, and its handle. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner;
+    MYSQL *mysql;
+} Borrower;
+
+_Static_assert(offsetof(TextScan, owner) == offsetof(Borrower, owner) &&
+                   offsetof(TextScan, mysql) == offsetof(Borrower, mysql),
+               "TextScan begins as a Borrower");
+
+/* tp_init of both scans: ``Scan(connection)``. */
+static int scan_init(PyObject *object, PyObject *args, PyObject *kwargs) {
+    Borrower *self = (Borrower *)object;
     PyObject *owner;
     if (!PyArg_ParseTuple(args, "O", &owner)) return -1;
     MYSQL *mysql = borrowed_connection(owner);
@@ -171,6 +188,19 @@ static int TextScan_init(TextScan *self, PyObject *args, PyObject *kwargs) {
     Py_INCREF(owner);
     Py_XSETREF(self->owner, owner);
     self->mysql = mysql;
+    return 0;
+}
+
+/* A fetch's bounds, or -1 with ValueError set. */
+static int check_fetch_bounds(Py_ssize_t max_rows, Py_ssize_t max_bytes) {
+    if (max_rows <= 0 || max_bytes <= 0) {
+        PyErr_SetString(PyExc_ValueError, "max_rows and max_bytes must be positive");
+        return -1;
+    }
+    if (max_rows > PY_SSIZE_T_MAX / 8 - 8) {
+        PyErr_SetString(PyExc_ValueError, "max_rows is too large");
+        return -1;
+    }
     return 0;
 }
 
@@ -361,14 +391,7 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
 /* One fetch (see TextScan_fetch); ``checked``: the columns whose ASCII-ness is asked. */
 static PyObject *fetch_checked(TextScan *self, Py_ssize_t max_rows, Py_ssize_t max_bytes,
                                const Py_buffer *checked) {
-    if (max_rows <= 0 || max_bytes <= 0) {
-        PyErr_SetString(PyExc_ValueError, "max_rows and max_bytes must be positive");
-        return NULL;
-    }
-    if (max_rows > PY_SSIZE_T_MAX / 8 - 8) {
-        PyErr_SetString(PyExc_ValueError, "max_rows is too large");
-        return NULL;
-    }
+    if (check_fetch_bounds(max_rows, max_bytes) < 0) return NULL;
     if (!self->result) return Py_BuildValue("(n[])", (Py_ssize_t)0);
     if (!connection_open(self->owner)) return NULL;
     unsigned int count = self->field_count;
@@ -474,7 +497,7 @@ static PyTypeObject TextScanType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Streams one query at a time of a MySQLdb connection into Arrow binary buffers.",
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)TextScan_init,
+    .tp_init = scan_init,
     .tp_dealloc = (destructor)TextScan_dealloc,
     .tp_methods = TextScan_methods,
 };
@@ -534,6 +557,10 @@ typedef struct {
     size_t bytes;
     int failure; /* FETCH_OK, or why the fetch stopped */
 } StatementScan;
+
+_Static_assert(offsetof(StatementScan, owner) == offsetof(Borrower, owner) &&
+                   offsetof(StatementScan, mysql) == offsetof(Borrower, mysql),
+               "StatementScan begins as a Borrower");
 
 static int is_fixed(uint8_t kind) {
     return kind == VALUE_SIGNED || kind == VALUE_UNSIGNED || kind == VALUE_DOUBLE;
@@ -811,17 +838,6 @@ static PyObject *statement_error(StatementScan *self) {
     return scan_error(CR_UNKNOWN_ERROR, "the statement failed without an error");
 }
 
-static int StatementScan_init(StatementScan *self, PyObject *args, PyObject *kwargs) {
-    PyObject *owner;
-    if (!PyArg_ParseTuple(args, "O", &owner)) return -1;
-    MYSQL *mysql = borrowed_connection(owner);
-    if (!mysql) return -1;
-    Py_INCREF(owner);
-    Py_XSETREF(self->owner, owner);
-    self->mysql = mysql;
-    return 0;
-}
-
 static void StatementScan_dealloc(StatementScan *self) {
     /* mysql_close() detaches the statement (stmt->mysql NULL): closing it then frees it
      * and sends nothing. */
@@ -999,14 +1015,7 @@ static PyObject *StatementScan_fetch(StatementScan *self, PyObject *args) {
     Py_buffer checked = {.buf = NULL, .len = 0};
     if (!PyArg_ParseTuple(args, "nn|y*", &max_rows, &max_bytes, &checked)) return NULL;
     PyObject *result = NULL;
-    if (max_rows <= 0 || max_bytes <= 0) {
-        PyErr_SetString(PyExc_ValueError, "max_rows and max_bytes must be positive");
-        goto done;
-    }
-    if (max_rows > PY_SSIZE_T_MAX / 8 - 8) {
-        PyErr_SetString(PyExc_ValueError, "max_rows is too large");
-        goto done;
-    }
+    if (check_fetch_bounds(max_rows, max_bytes) < 0) goto done;
     if (!self->reading) {
         result = Py_BuildValue("(n[])", (Py_ssize_t)0);
         goto done;
@@ -1082,7 +1091,7 @@ static PyTypeObject StatementScanType = {
     .tp_doc = "Streams one prepared query at a time of a MySQLdb connection, in the binary "
               "protocol, into Arrow buffers.",
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)StatementScan_init,
+    .tp_init = scan_init,
     .tp_dealloc = (destructor)StatementScan_dealloc,
     .tp_methods = StatementScan_methods,
 };
@@ -1100,7 +1109,8 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef textscan_module = {
     PyModuleDef_HEAD_INIT, "reader._textscan",
-    "A SELECT's text result as Arrow binary buffers, over a borrowed MySQLdb connection.",
+    "A SELECT's result as Arrow buffers (text or binary protocol), over a borrowed MySQLdb "
+    "connection.",
     -1, module_methods,
 };
 

@@ -134,53 +134,57 @@ def _connect(payloads: list[bytes]):
     return MySQLdb.connect(unix_socket=_server.path, user="fuzz", connect_timeout=5, read_timeout=5)
 
 
-def statement_scan(payloads: list[bytes]) -> None:
-    """Reads ``payloads`` as the answer to a prepared statement's execution through
-    ``reader._textscan.StatementScan``."""
+def _read_through(payloads: list[bytes], scan_type: str, read) -> None:
+    """``read(scanner)`` on a new connection's ``reader._textscan.<scan_type>`` scanner,
+    the answer being ``payloads``; a ScanError or ValueError (bad bytes) ends it."""
     from reader import _textscan
 
     conn = _connect(payloads)
     try:
-        scanner = _textscan.StatementScan(conn)
+        scanner = getattr(_textscan, scan_type)(conn)
         try:
-            if scanner.execute(QUERY):
-                while True:
-                    rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
-                    if not rows:
-                        break
-                    for kind, _, first, second, ascii in columns:
-                        if kind == "binary":
-                            assert ascii in (True, False) and len(first) == 4 * (rows + 1)
-                        else:
-                            assert second is None and len(first) == 8 * rows and not ascii
+            read(scanner)
         except (_textscan.ScanError, ValueError):
             pass
         finally:
             scanner.abandon()
     finally:
         conn.close()
+
+
+def statement_scan(payloads: list[bytes]) -> None:
+    """Reads ``payloads`` as the answer to a prepared statement's execution through
+    ``reader._textscan.StatementScan``."""
+
+    def read(scanner) -> None:
+        if not scanner.execute(QUERY):
+            return
+        while True:
+            rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
+            if not rows:
+                return
+            for kind, _, first, second, ascii in columns:
+                if kind == "binary":
+                    assert ascii in (True, False) and len(first) == 4 * (rows + 1)
+                else:
+                    assert second is None and len(first) == 8 * rows and not ascii
+
+    _read_through(payloads, "StatementScan", read)
 
 
 def scan(payloads: list[bytes]) -> None:
     """Reads ``payloads`` as the answer to a query through ``reader._textscan``."""
-    from reader import _textscan
 
-    conn = _connect(payloads)
-    try:
-        scanner = _textscan.TextScan(conn)
-        try:
-            if scanner.execute(QUERY):
-                scanner.field_names()
-                while True:
-                    rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
-                    if not rows:
-                        break
-                    for index, (_, _, data, ascii) in enumerate(columns):
-                        asked = index in (0, 2)
-                        assert ascii == (asked and max(bytes(data), default=0) < 0x80)
-        except (_textscan.ScanError, ValueError):
-            pass
-        finally:
-            scanner.abandon()
-    finally:
-        conn.close()
+    def read(scanner) -> None:
+        if not scanner.execute(QUERY):
+            return
+        scanner.field_names()
+        while True:
+            rows, columns = scanner.fetch(7, 1 << 16, b"\x01\x00\x01")
+            if not rows:
+                return
+            for index, (_, _, data, ascii) in enumerate(columns):
+                asked = index in (0, 2)
+                assert ascii == (asked and max(bytes(data), default=0) < 0x80)
+
+    _read_through(payloads, "TextScan", read)
