@@ -106,13 +106,12 @@ class SnapshotConnection:
     ) -> Iterator[list[pa.Array]]:
         import MySQLdb
 
-        scan = self._scan = self._scan or _native_scan(self.conn)
         literals = tuple(self.conn.literal(p) for p in params)
         statement = query.encode("utf-8") % literals  # '%%' is '%', as PyMySQL has it
         checked = bytes(index in text_columns for index in range(max(text_columns, default=-1) + 1))
-        columns = _text_columns if isinstance(scan, _textscan.TextScan) else _statement_columns
         try:
-            scan.execute(statement)
+            scan = self._executed(statement)
+            columns = _text_columns if isinstance(scan, _textscan.TextScan) else _statement_columns
             while True:
                 rows, buffers = scan.fetch(max_rows, max_bytes, checked)
                 if not rows:
@@ -122,7 +121,23 @@ class SnapshotConnection:
             # Raised as mysqlclient raises server errors, so callers classify one kind.
             raise MySQLdb.OperationalError(*err.args) from None
         finally:
-            scan.abandon()  # a no-op after the last row; else the connection must go
+            if self._scan is not None:  # a no-op after the last row; else the connection must go
+                self._scan.abandon()
+
+    def _executed(self, statement: bytes):
+        """The connection's scan, ``statement`` started on it. Where the server will not
+        prepare it (out of prepared statements, or a proxy without them), the
+        connection reads in the text protocol from then on."""
+        scan = self._scan = self._scan or _native_scan(self.conn)
+        try:
+            scan.execute(statement)
+        except _textscan.ScanError as err:
+            if isinstance(scan, _textscan.TextScan) or err.args[0] not in PREPARE_REFUSED:
+                raise
+            _warn_text_protocol(err)
+            scan = self._scan = _textscan.TextScan(self.conn)
+            scan.execute(statement)
+        return scan
 
     def _cursor_fetches(
         self, query: str, params: list, max_rows: int, max_bytes: int
@@ -164,6 +179,24 @@ class SnapshotConnection:
 
 
 _StatementScan = getattr(_textscan, "StatementScan", None)
+
+# The server's refusals of COM_STMT_PREPARE itself, not of the statement:
+# ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_UNSUPPORTED_PS, ER_UNKNOWN_COM_ERROR (a proxy).
+PREPARE_REFUSED = frozenset({1461, 1295, 1047})
+_text_protocol_warned = False
+
+
+def _warn_text_protocol(err: Exception) -> None:
+    """Once per process: a snapshot task reads in the text protocol instead."""
+    global _text_protocol_warned
+    if not _text_protocol_warned:
+        _text_protocol_warned = True
+        log.warning(
+            "the server did not prepare a snapshot chunk's SELECT (%s): snapshot tasks read "
+            "in the text protocol instead, which costs the server more CPU",
+            err.args[-1],
+        )
+
 
 _VALUE_TYPES = {"int64": pa.int64(), "uint64": pa.uint64(), "float64": pa.float64()}
 

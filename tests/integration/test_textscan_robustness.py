@@ -287,3 +287,32 @@ def test_a_corrupted_result_stream_never_crashes_the_reader(server, table, scan_
         assert done.returncode == 0, f"seed {seed}: exit {done.returncode}\n{done.stderr[-2000:]}"
         outcomes.append(done.stdout.split()[0])
     assert "error" in outcomes  # the damage was seen, not only survived
+
+
+def test_a_server_out_of_prepared_statements_is_read_in_the_text_protocol(server, table):
+    """max_prepared_stmt_count reached (or a proxy without COM_STMT_PREPARE): the native
+    client reads that connection's chunks as text, with the same columns' values."""
+    query = f"SELECT id, s, n FROM {table} WHERE id < 500 ORDER BY id"
+    conn = _connect(server)
+    expected = list(
+        snapshot_connection.SnapshotConnection(conn, "native").fetch_columns(query, [], 100)
+    )
+    conn.close()
+    (limit,) = server.query("SELECT @@GLOBAL.max_prepared_stmt_count")[0]
+    server.execute("SET GLOBAL max_prepared_stmt_count = 0")
+    try:
+        conn = _connect(server)
+        snapshot = snapshot_connection.SnapshotConnection(conn, "native")
+        fetched = list(snapshot.fetch_columns(query, [], 100))
+        again = list(snapshot.fetch_columns(query, [], 100))  # the connection stays on text
+    finally:
+        server.execute(f"SET GLOBAL max_prepared_stmt_count = {int(limit)}")
+    conn.close()
+    assert type(snapshot._scan).__name__ == "TextScan"
+    assert [c.type for c in expected[0]] == [pa.int64(), pa.binary(), pa.int64()]
+    assert [c.type for c in fetched[0]] == [pa.binary(), pa.binary(), pa.binary()]
+    for columns in (fetched, again):
+        ids = [int(v) for f in columns for v in f[0].to_pylist()]
+        assert ids == [v for f in expected for v in f[0].to_pylist()] == list(range(500))
+        numbers = [v and int(v) for f in columns for v in f[2].to_pylist()]
+        assert numbers == [v for f in expected for v in f[2].to_pylist()]
