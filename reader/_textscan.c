@@ -32,6 +32,7 @@
 #include <mysql.h>
 #include <errmsg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -183,6 +184,10 @@ static int scan_init(PyObject *object, PyObject *args, PyObject *kwargs) {
     Borrower *self = (Borrower *)object;
     PyObject *owner;
     if (!PyArg_ParseTuple(args, "O", &owner)) return -1;
+    if (self->owner) { /* its result or statement belongs to that connection */
+        PyErr_SetString(PyExc_TypeError, "a scan is initialized once");
+        return -1;
+    }
     MYSQL *mysql = borrowed_connection(owner);
     if (!mysql) return -1;
     Py_INCREF(owner);
@@ -523,7 +528,12 @@ static PyTypeObject TextScanType = {
  * Safety: libmariadb keeps the packet in its network buffer but not its length, so every
  * read is bounded by that buffer's end (net.buff_end): a value whose length would reach
  * past it, a temporal value of a length the protocol does not have, or a type the scan
- * does not know, ends the fetch with an error, never a read outside the buffer.
+ * does not know, ends the fetch with an error, never a read outside the buffer. A packet
+ * cut short within the buffer is not seen as such by this bound (its last values would
+ * be read from the buffer's older bytes); libmariadb 3.3.20 checks a row's values
+ * against the packet itself (MYSQL_DATA_MALFORMED), an error here too. A scan is used
+ * by one thread at a time (a second call meanwhile is an error), and a result whose
+ * fetch failed cannot be fetched further.
  */
 #if defined(MARIADB_PACKAGE_VERSION_ID) && MARIADB_PACKAGE_VERSION_ID >= 30100
 #define HAVE_RESULT_CALLBACK 1
@@ -545,7 +555,10 @@ typedef struct {
     PyObject *owner; /* the MySQLdb connection object */
     MYSQL *mysql;
     MYSQL_STMT *stmt;
-    int reading; /* a result is open */
+    int reading;   /* a result is open and being read */
+    int unread;    /* a result was left unread (an error, abandon()): the connection must go */
+    int failed;    /* a fetch failed: later fetches of that result raise */
+    int busy;      /* a call runs without the GIL */
     unsigned int field_count;
     FieldShape *shapes;
     size_t *sizes; /* per field: the data bytes its previous fetch held (a capacity hint) */
@@ -785,7 +798,7 @@ static inline int parse_value(StatementScan *self, unsigned int index, unsigned 
     }
     if (c->validity) c->validity[at / 8] |= (uint8_t)(1u << (at % 8));
     const unsigned char *p = *row;
-    const unsigned char *end = (const unsigned char *)self->mysql->net.buff_end;
+    const unsigned char *end = (const unsigned char *)self->stmt->mysql->net.buff_end;
     if (!end || p > end) return FETCH_MALFORMED;
     if (is_fixed(shape->kind)) {
         if ((size_t)(end - p) < shape->width) return FETCH_MALFORMED;
@@ -840,8 +853,18 @@ static PyObject *statement_error(StatementScan *self) {
 
 static void StatementScan_dealloc(StatementScan *self) {
     /* mysql_close() detaches the statement (stmt->mysql NULL): closing it then frees it
-     * and sends nothing. */
-    if (self->stmt) mysql_stmt_close(self->stmt);
+     * and sends nothing. On a connection still open with a result unread, libmariadb
+     * reads the rest of the result first, without the GIL here (the source closes the
+     * connection before it drops a scan, so this is the rare case). */
+    if (self->stmt) {
+        if ((self->reading || self->unread) && self->stmt->mysql) {
+            Py_BEGIN_ALLOW_THREADS
+            mysql_stmt_close(self->stmt);
+            Py_END_ALLOW_THREADS
+        } else {
+            mysql_stmt_close(self->stmt);
+        }
+    }
     free(self->shapes);
     free(self->sizes);
     Py_XDECREF(self->owner);
@@ -863,9 +886,12 @@ static int read_shapes(StatementScan *self) {
     for (unsigned int i = 0; i < count; i++) {
         if (field_shape(&self->stmt->fields[i], &shapes[i]) < 0) {
             free(shapes);
-            PyErr_Format(ScanError, "(%d, 'column %u of the result has type %d, which the "
-                         "binary protocol scan does not read')",
-                         CR_UNKNOWN_ERROR, i, (int)self->stmt->fields[i].type);
+            char message[120];
+            snprintf(message, sizeof message,
+                     "column %u of the result has type %d, which the binary protocol scan "
+                     "does not read",
+                     i, (int)self->stmt->fields[i].type);
+            scan_error(CR_UNKNOWN_ERROR, message);
             return -1;
         }
     }
@@ -890,12 +916,19 @@ static PyObject *StatementScan_execute(StatementScan *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y#", &query, &length)) return NULL;
     if (!self->owner) return scan_error(CR_UNKNOWN_ERROR, "StatementScan is not initialized");
     if (!connection_open(self->owner)) return NULL;
-    if (self->reading) return scan_error(CR_COMMANDS_OUT_OF_SYNC, "a result is still open");
+    if (self->busy) return scan_error(CR_COMMANDS_OUT_OF_SYNC, "the scan is in use");
+    if (self->reading || self->unread) {
+        return scan_error(CR_COMMANDS_OUT_OF_SYNC, "a result is still open");
+    }
+    if (self->stmt && !self->stmt->mysql) { /* mysql_reset_connection(), a reconnect */
+        return scan_error(CR_SERVER_LOST, "the statement's connection was reset");
+    }
     if (!self->stmt) {
         self->stmt = mysql_stmt_init(self->mysql);
         if (!self->stmt) return scan_error(mysql_errno(self->mysql), mysql_error(self->mysql));
     }
     int failed;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     failed = mysql_stmt_prepare(self->stmt, query, (unsigned long)length);
     if (!failed) {
@@ -904,10 +937,13 @@ static PyObject *StatementScan_execute(StatementScan *self, PyObject *args) {
         failed = mysql_stmt_execute(self->stmt);
     }
     Py_END_ALLOW_THREADS
+    self->busy = 0;
     if (failed) return statement_error(self);
     self->reading = 1;
+    self->failed = 0;
     if (read_shapes(self) < 0) {
-        self->reading = 0; /* the connection must go (see abandon) */
+        self->reading = 0;
+        self->unread = 1; /* the connection must go (see abandon) */
         return NULL;
     }
     return PyLong_FromUnsignedLong(self->field_count);
@@ -1016,26 +1052,42 @@ static PyObject *StatementScan_fetch(StatementScan *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "nn|y*", &max_rows, &max_bytes, &checked)) return NULL;
     PyObject *result = NULL;
     if (check_fetch_bounds(max_rows, max_bytes) < 0) goto done;
+    if (self->busy) {
+        scan_error(CR_COMMANDS_OUT_OF_SYNC, "the scan is in use");
+        goto done;
+    }
+    if (self->failed) {
+        scan_error(CR_COMMANDS_OUT_OF_SYNC, "a fetch of this result failed: it cannot go on");
+        goto done;
+    }
     if (!self->reading) {
         result = Py_BuildValue("(n[])", (Py_ssize_t)0);
         goto done;
     }
     if (!connection_open(self->owner)) goto done;
+    if (!self->stmt->mysql) {
+        scan_error(CR_SERVER_LOST, "the statement's connection was reset");
+        goto done;
+    }
     if (start_fetch(self, max_rows, max_bytes) < 0) {
         free_fetch(self);
         self->reading = 0;
+        self->unread = self->failed = 1;
         PyErr_NoMemory();
         goto done;
     }
     int outcome;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     outcome = fetch_statement_rows(self, (size_t)max_bytes);
     Py_END_ALLOW_THREADS
+    self->busy = 0;
     Py_ssize_t rows = self->row;
     if (outcome < 0 || self->failure != FETCH_OK) {
         int failure = self->failure;
         free_fetch(self);
         self->reading = 0; /* the connection must go: its result is unread */
+        self->unread = self->failed = 1;
         if (outcome < 0) {
             statement_error(self);
         } else if (failure == FETCH_NO_MEMORY) {
@@ -1051,9 +1103,14 @@ static PyObject *StatementScan_fetch(StatementScan *self, PyObject *args) {
     for (unsigned int i = 0; i < self->field_count; i++) {
         Column *c = &self->columns[i];
         if (self->reading) self->sizes[i] = c->data.length; /* the next fetch's likely size */
-        if (rows < max_rows / 2 && c->offsets) { /* a short fetch holds no unused slots */
+        if (rows >= max_rows / 2) continue; /* a short fetch holds no unused slots: */
+        if (c->offsets) {
             int32_t *fitted = realloc(c->offsets, ((size_t)rows + 1) * sizeof(int32_t));
             if (fitted) c->offsets = fitted;
+        }
+        if (self->values[i] && rows) {
+            uint64_t *fitted = realloc(self->values[i], (size_t)rows * sizeof(uint64_t));
+            if (fitted) self->values[i] = fitted;
         }
     }
     PyObject *buffers = statement_buffers(self, rows, &checked);
@@ -1065,7 +1122,8 @@ done:
 }
 
 static PyObject *StatementScan_abandon(StatementScan *self, PyObject *noargs) {
-    self->reading = 0; /* nothing more is read; the connection must then be closed */
+    if (self->reading) self->unread = 1; /* nothing more is read: the connection must go */
+    self->reading = 0;
     Py_RETURN_NONE;
 }
 

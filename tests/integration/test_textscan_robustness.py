@@ -94,6 +94,8 @@ def test_misuse_and_server_errors_are_exceptions(server, table, scan_name):
     scan.abandon()
     scan.abandon()
     assert scan.fetch(5, 100) == (0, [])
+    with pytest.raises(TypeError):  # its state belongs to the connection it was made with
+        scan.__init__(_connect(server))
     conn.close()
     with pytest.raises(ScanError) as closed:
         scan.execute(b"SELECT 1")
