@@ -347,6 +347,47 @@ static int start_validity(Column *c, Py_ssize_t max_rows, Py_ssize_t row) {
     return 0;
 }
 
+/* Appends ``length`` bytes to a column's data (the caller sets the row's offset and
+ * counts the bytes). */
+static inline int append_value(Column *c, const char *from, size_t length) {
+    size_t start = c->data.length;
+    if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
+    if (!length) return FETCH_OK; /* an empty value: the column may have no buffer yet */
+    if (grow(&c->data, start + length) < 0) return FETCH_NO_MEMORY;
+    if (length <= 16) {
+        copy_short(c->data.bytes + start, from, length);
+    } else {
+        memcpy(c->data.bytes + start, from, length);
+    }
+    c->data.length = start + length;
+    return FETCH_OK;
+}
+
+/* A column's buffers for a fetch of up to ``max_rows`` rows: its offsets, and its data
+ * at the size ``previous`` (its previous fetch's bytes) suggests, within ``max_bytes``;
+ * -1 when memory ran out (the caller frees what was allocated). */
+static int start_text_column(Column *c, size_t previous, Py_ssize_t max_rows,
+                             Py_ssize_t max_bytes) {
+    c->offsets = malloc(((size_t)max_rows + 1) * sizeof(int32_t));
+    if (!c->offsets) return -1;
+    c->offsets[0] = 0;
+    size_t hint = previous + previous / 8;
+    if (hint > (size_t)max_bytes + 4096) hint = (size_t)max_bytes + 4096;
+    if (hint) {
+        c->data.bytes = malloc(hint);
+        if (!c->data.bytes) return -1;
+        c->data.capacity = hint;
+    }
+    return 0;
+}
+
+/* A short fetch (under half of ``max_rows``) keeps no unused offsets. */
+static void fit_offsets(Column *c, Py_ssize_t rows, Py_ssize_t max_rows) {
+    if (rows >= max_rows / 2 || !c->offsets) return;
+    int32_t *fitted = realloc(c->offsets, ((size_t)rows + 1) * sizeof(int32_t));
+    if (fitted) c->offsets = fitted;
+}
+
 /* Reads up to max_rows rows, stopping after the row that brings the data to max_bytes.
  * Runs without the GIL: touches only libmariadb and malloc'd buffers. */
 static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size_t max_bytes,
@@ -364,24 +405,11 @@ static int fetch_rows(TextScan *self, Column *columns, Py_ssize_t max_rows, size
         unsigned long *lengths = mysql_fetch_lengths(self->result);
         for (unsigned int i = 0; i < count; i++) {
             Column *c = &columns[i];
-            size_t start = c->data.length;
             if (row[i]) {
                 if (c->validity) c->validity[rows / 8] |= (uint8_t)(1u << (rows % 8));
-                size_t length = lengths[i];
-                if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
-                if (length) { /* an empty value: the column may have no buffer yet (NULL) */
-                    size_t end = start + length;
-                    if (grow(&c->data, end) < 0) return FETCH_NO_MEMORY;
-                    char *to = c->data.bytes + start;
-                    const char *from = row[i];
-                    if (length <= 16) {
-                        copy_short(to, from, length);
-                    } else {
-                        memcpy(to, from, length);
-                    }
-                    c->data.length = end;
-                    bytes += length;
-                }
+                int status = append_value(c, row[i], lengths[i]);
+                if (status != FETCH_OK) return status;
+                bytes += lengths[i];
             } else if (!c->validity && start_validity(c, max_rows, rows) < 0) {
                 return FETCH_NO_MEMORY;
             }
@@ -403,19 +431,10 @@ static PyObject *fetch_checked(TextScan *self, Py_ssize_t max_rows, Py_ssize_t m
     Column *columns = calloc(count ? count : 1, sizeof(Column));
     if (!columns) return PyErr_NoMemory();
     for (unsigned int i = 0; i < count; i++) {
-        columns[i].offsets = malloc(((size_t)max_rows + 1) * sizeof(int32_t));
-        size_t hint = self->sizes[i];
-        hint += hint / 8;
-        if (hint > (size_t)max_bytes + 4096) hint = (size_t)max_bytes + 4096;
-        if (hint) {
-            columns[i].data.bytes = malloc(hint);
-            columns[i].data.capacity = columns[i].data.bytes ? hint : 0;
-        }
-        if (!columns[i].offsets || (hint && !columns[i].data.bytes)) {
+        if (start_text_column(&columns[i], self->sizes[i], max_rows, max_bytes) < 0) {
             free_columns(columns, count);
             return PyErr_NoMemory();
         }
-        columns[i].offsets[0] = 0;
     }
     Py_ssize_t rows = 0;
     int ended = 0, status;
@@ -438,10 +457,7 @@ static PyObject *fetch_checked(TextScan *self, Py_ssize_t max_rows, Py_ssize_t m
     }
     for (unsigned int i = 0; i < count; i++) {
         if (!ended) self->sizes[i] = columns[i].data.length; /* the next fetch's likely size */
-        if (rows < max_rows / 2) { /* a short last fetch holds no unused offsets */
-            int32_t *fitted = realloc(columns[i].offsets, ((size_t)rows + 1) * sizeof(int32_t));
-            if (fitted) columns[i].offsets = fitted;
-        }
+        fit_offsets(&columns[i], rows, max_rows);
     }
     PyObject *buffers = column_buffers(columns, count, rows, checked);
     free_columns(columns, count);
@@ -632,23 +648,6 @@ static int field_shape(const MYSQL_FIELD *field, FieldShape *shape) {
     return 0;
 }
 
-/* Appends ``length`` bytes to a text column (the row's offset is set by the caller). */
-static inline int append_bytes(StatementScan *self, Column *c, const unsigned char *from,
-                               size_t length) {
-    size_t start = c->data.length;
-    if (length > (size_t)INT32_MAX - start) return FETCH_TOO_LARGE;
-    if (!length) return FETCH_OK;
-    if (grow(&c->data, start + length) < 0) return FETCH_NO_MEMORY;
-    if (length <= 16) {
-        copy_short(c->data.bytes + start, (const char *)from, length);
-    } else {
-        memcpy(c->data.bytes + start, from, length);
-    }
-    c->data.length = start + length;
-    self->bytes += length;
-    return FETCH_OK;
-}
-
 /* "00".."99": two digits a step, in place of a division per digit. */
 static const char DIGIT_PAIRS[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -815,7 +814,8 @@ static inline int parse_value(StatementScan *self, unsigned int index, unsigned 
             return FETCH_MALFORMED;
         }
         if (length > (uint64_t)(end - p)) return FETCH_MALFORMED;
-        status = append_bytes(self, c, p, (size_t)length);
+        status = append_value(c, (const char *)p, (size_t)length);
+        self->bytes += length;
         p += length;
     } else {
         if (p >= end) return FETCH_MALFORMED;
@@ -824,7 +824,8 @@ static inline int parse_value(StatementScan *self, unsigned int index, unsigned 
         char text[40];
         int written = temporal_text(shape, p, length, text);
         if (written < 0) return FETCH_MALFORMED;
-        status = append_bytes(self, c, (const unsigned char *)text, (size_t)written);
+        status = append_value(c, text, (size_t)written);
+        self->bytes += (size_t)written;
         p += length;
     }
     c->offsets[at + 1] = (int32_t)c->data.length;
@@ -970,17 +971,8 @@ static int start_fetch(StatementScan *self, Py_ssize_t max_rows, Py_ssize_t max_
             if (!self->values[i]) return -1;
             continue;
         }
-        Column *c = &self->columns[i];
-        c->offsets = malloc(((size_t)max_rows + 1) * sizeof(int32_t));
-        if (!c->offsets) return -1;
-        c->offsets[0] = 0;
-        size_t hint = self->sizes[i];
-        hint += hint / 8;
-        if (hint > (size_t)max_bytes + 4096) hint = (size_t)max_bytes + 4096;
-        if (hint) {
-            c->data.bytes = malloc(hint);
-            if (!c->data.bytes) return -1;
-            c->data.capacity = hint;
+        if (start_text_column(&self->columns[i], self->sizes[i], max_rows, max_bytes) < 0) {
+            return -1;
         }
     }
     self->row = 0;
@@ -1103,12 +1095,8 @@ static PyObject *StatementScan_fetch(StatementScan *self, PyObject *args) {
     for (unsigned int i = 0; i < self->field_count; i++) {
         Column *c = &self->columns[i];
         if (self->reading) self->sizes[i] = c->data.length; /* the next fetch's likely size */
-        if (rows >= max_rows / 2) continue; /* a short fetch holds no unused slots: */
-        if (c->offsets) {
-            int32_t *fitted = realloc(c->offsets, ((size_t)rows + 1) * sizeof(int32_t));
-            if (fitted) c->offsets = fitted;
-        }
-        if (self->values[i] && rows) {
+        fit_offsets(c, rows, max_rows);
+        if (self->values[i] && rows && rows < max_rows / 2) { /* nor unused values */
             uint64_t *fitted = realloc(self->values[i], (size_t)rows * sizeof(uint64_t));
             if (fitted) self->values[i] = fitted;
         }

@@ -109,9 +109,7 @@ def _component(
     try:
         if weight is not None:
             return _escaped(weight)
-        if is_stored_number(text):
-            return _stored_number_component(column, text)
-        if t in _INTEGERS and native:
+        if t in _INTEGERS and native and not is_stored_number(text):  # the C parses text
             built = native_columns.integer_sort_keys(text, t == "bigint" and column.unsigned)
             if built is not None:
                 return built
@@ -147,23 +145,6 @@ def _component(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise NotColumnar from None
     raise NotColumnar
-
-
-def _stored_number_component(column: ColumnSpec, values: pa.Array) -> pa.Array:
-    """An integer key column's bytes from its stored values (int64, or uint64 where
-    unsigned), as the binary protocol fetches them."""
-    t = column.data_type
-    if t == "year":
-        years = values.cast(pa.int64())
-        years = pc.if_else(pc.equal(years, 1900), 0, years)  # as encode_component
-        return _numbers(years, np.int64, True, 9)
-    if t not in _INTEGERS:
-        raise NotColumnar
-    if pa.types.is_unsigned_integer(values.type):
-        if t == "bigint":
-            return _numbers(values, np.uint64, False, 9)
-        values = values.cast(pa.int64())
-    return _numbers(values, np.int64, True, 9)
 
 
 def _row_by_row(

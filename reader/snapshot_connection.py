@@ -210,31 +210,31 @@ def _buffer(buffer) -> pa.Buffer | None:
     return pa.py_buffer(buffer) if buffer is not None else None
 
 
+def _text_array(rows: int, validity, offsets, data, ascii: bool) -> pa.Array:
+    """A fetched column of text: binary, or string where it is all ASCII."""
+    return pa.Array.from_buffers(
+        pa.string() if ascii else pa.binary(),
+        rows,
+        [_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
+    )
+
+
 def _text_columns(rows: int, buffers: list) -> list[pa.Array]:
-    """``TextScan.fetch``'s columns: binary, or string where a text column is all ASCII."""
-    return [
-        pa.Array.from_buffers(
-            pa.string() if ascii else pa.binary(),
-            rows,
-            [_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
-        )
-        for validity, offsets, data, ascii in buffers
-    ]
+    """``TextScan.fetch``'s columns."""
+    return [_text_array(rows, *column) for column in buffers]
 
 
 def _statement_columns(rows: int, buffers: list) -> list[pa.Array]:
     """``StatementScan.fetch``'s columns: int64, uint64 and float64 values as the server
     stores them, the others as :func:`_text_columns`'."""
-    columns = []
-    for kind, validity, first, second, ascii in buffers:
-        if kind == "binary":
-            arrow_type = pa.string() if ascii else pa.binary()
-            parts = [_buffer(validity), pa.py_buffer(first), pa.py_buffer(second)]
-        else:
-            arrow_type = _VALUE_TYPES[kind]
-            parts = [_buffer(validity), pa.py_buffer(first)]
-        columns.append(pa.Array.from_buffers(arrow_type, rows, parts))
-    return columns
+    return [
+        _text_array(rows, validity, first, second, ascii)
+        if kind == "binary"
+        else pa.Array.from_buffers(
+            _VALUE_TYPES[kind], rows, [_buffer(validity), pa.py_buffer(first)]
+        )
+        for kind, validity, first, second, ascii in buffers
+    ]
 
 
 def _native_matches(MySQLdb) -> bool:

@@ -74,7 +74,8 @@ def _native_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) ->
 
 
 def _fast_cast(column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType) -> pa.Array | None:
-    """Arrow's cast of a binary column of the server's text, or None (parse per value)."""
+    """Arrow's cast of a binary column of the server's text (or of its stored numbers, the
+    same casts), or None (parse per value)."""
     t = column.data_type
     if t in _INTEGERS:
         if column.boolean:
@@ -123,14 +124,6 @@ def is_stored_number(fetched: pa.Array) -> bool:
     return pa.types.is_integer(fetched.type) or pa.types.is_floating(fetched.type)
 
 
-def _number_cast(column: ColumnSpec, values: pa.Array, arrow_type: pa.DataType) -> pa.Array:
-    """A column of stored integers (int64, or uint64 for an unsigned one) or doubles in
-    the output type: Arrow's checked casts, the same as those of the text they print."""
-    if column.boolean:
-        return boolean_column(column, values.cast(pa.int16()))
-    return values.cast(arrow_type)
-
-
 def text_column_to_arrow(
     column: ColumnSpec, text: pa.Array, arrow_type: pa.DataType, native: bool = False
 ) -> pa.Array:
@@ -138,10 +131,12 @@ def text_column_to_arrow(
     the output type; ``native``: with :mod:`reader.native_columns` where it has the
     column's kind."""
     try:
-        if is_stored_number(text):
-            array = _number_cast(column, text, arrow_type)
-        else:
-            array = _native_cast(column, text, arrow_type) if native else None
+        # Stored numbers take Arrow's casts, as their text does; the C parses text only.
+        array = (
+            _native_cast(column, text, arrow_type)
+            if native and not is_stored_number(text)
+            else None
+        )
         if array is None:
             array = _fast_cast(column, text, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
